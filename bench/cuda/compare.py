@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""Side-by-side markdown table: normserve's GPU benchmark (norm_bench --json, JSON lines)
+against peers_bench.py's JSON files. Cells: GB/s (µs). Only measured numbers appear; a
+missing peer/op is "—".
+
+  compare.py ours.jsonl [ours2.jsonl ...] -- peers_a.json [peers_b.json ...]
+"""
+import json
+import sys
+
+OPS = ["rms_fwd", "ln_fwd", "add_rms_fwd", "rms_bwd", "ln_bwd"]
+PEERS = ["torch", "torch.compile", "liger", "flashinfer", "quack"]
+
+
+def main():
+    args = sys.argv[1:]
+    split = args.index("--") if "--" in args else len(args)
+    ours, peers = args[:split], args[split + 1:]
+    rows = []
+    for path in ours:
+        with open(path) as f:
+            rows += [json.loads(line) for line in f if line.strip()]
+    for path in peers:
+        with open(path) as f:
+            rows += json.load(f)
+    cell = {}
+    shapes, dtypes, copy = [], [], {}
+    for r in rows:
+        key = (r["dtype"], r["op"], r["m"], r["n"])
+        if r["op"] == "copy":
+            copy[(r["dtype"], r["m"], r["n"])] = r["gbs"]
+            continue
+        cell[key + (r["peer"],)] = r
+        if (r["m"], r["n"]) not in shapes:
+            shapes.append((r["m"], r["n"]))
+        if r["dtype"] not in dtypes:
+            dtypes.append(r["dtype"])
+    present = [p for p in PEERS if any(k[-1] == p for k in cell)]
+    for dt in dtypes:
+        print(f"\n### {dt}\n")
+        print("| op | m×n | normserve | " + " | ".join(present) +
+              " | best peer | ours / best | copy GB/s |")
+        print("|---|---|---|" + "---|" * len(present) + "---|---|---|")
+        for op in OPS:
+            for m, n in shapes:
+                ours_r = cell.get((dt, op, m, n, "normserve"))
+                if ours_r is None:
+                    continue
+                fmt = lambda r: "—" if r is None else f"{r['gbs']:.0f} ({r['us']:.1f} µs)"
+                best = None
+                cells = []
+                for p in present:
+                    r = cell.get((dt, op, m, n, p))
+                    cells.append(fmt(r))
+                    if r is not None and (best is None or r["gbs"] > best[1]["gbs"]):
+                        best = (p, r)
+                ratio = f"{ours_r['gbs'] / best[1]['gbs']:.2f}" if best else "—"
+                best_s = f"{best[0]} {best[1]['gbs']:.0f}" if best else "—"
+                cp = copy.get((dt, m, n))
+                print(f"| {op} | {m}×{n} | **{fmt(ours_r)}** | " + " | ".join(cells) +
+                      f" | {best_s} | {ratio} | {'—' if cp is None else f'{cp:.0f}'} |")
+
+
+if __name__ == "__main__":
+    main()

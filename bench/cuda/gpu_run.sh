@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# One device call: build (kernels only, deps from .devdeps), the kernel suite on
+# the CUDA backend, our benchmark, the peers, then compute-sanitizer on small
+# shapes. Logs and JSON land in $OUT. Carry: .devdeps .whl .peers
+#   STEPS="build test bench peers sanitize" bench/cuda/gpu_run.sh
+set -uo pipefail
+OUT=${OUT:-/tmp/normserve-out}
+mkdir -p "$OUT"
+STEPS=${STEPS:-build test bench peers sanitize}
+has() { [[ " $STEPS " == *" $1 "* ]]; }
+export LD_LIBRARY_PATH=$PWD/.devdeps/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+BUILD=${BUILD:-build-gpu}
+T0=$SECONDS
+stamp() { echo "== $1 at +$((SECONDS - T0))s"; }
+
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.total --format=csv | tee "$OUT/device.txt"
+if has build; then
+  stamp build
+  cmake -S . -B "$BUILD" -G Ninja -DNORMSERVE_KERNELS_ONLY=ON -DCMAKE_PREFIX_PATH="$PWD/.devdeps" \
+    -DNORMSERVE_CUDA_RESOURCE_USAGE=ON > "$OUT/build.log" 2>&1 &&
+    cmake --build "$BUILD" -j16 >> "$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
+  grep -E "warning|error" "$OUT/build.log" | grep -v "^ptxas info" | head -20
+fi
+TEST=$BUILD/tests/kernels/normserve_kernels_test
+if has test; then
+  stamp test
+  "$TEST" --gtest_filter='*cuda*' --gtest_brief=1 > "$OUT/tests.log" 2>&1
+  echo "kernel suite (cuda) rc=$?"; tail -15 "$OUT/tests.log"
+fi
+if has bench; then
+  stamp bench
+  for dt in bf16 fp32; do
+    "$BUILD/bench/cuda/normserve_cuda_bench" --dtype $dt --reps ${REPS:-100} \
+      --json "$OUT/ours_$dt.jsonl" 2>&1 | tee "$OUT/ours_$dt.md"
+  done
+fi
+if has sweep; then
+  # Tuning sweep (bf16): preferred vectors per thread, forward and backward.
+  stamp sweep
+  for v in 4 8; do
+    NORMSERVE_CUDA_ITERS_FWD=$v "$BUILD/bench/cuda/normserve_cuda_bench" --dtype bf16 \
+      --ops rms_fwd,ln_fwd,add_rms_fwd --reps 50 > "$OUT/sweep_fwd$v.md" 2>&1
+  done
+  for v in 2 4; do
+    NORMSERVE_CUDA_ITERS_BWD=$v "$BUILD/bench/cuda/normserve_cuda_bench" --dtype bf16 \
+      --ops rms_bwd,ln_bwd --reps 50 > "$OUT/sweep_bwd$v.md" 2>&1
+  done
+  paste -d' ' <(cut -d'|' -f2-5 "$OUT/sweep_fwd4.md") <(cut -d'|' -f5 "$OUT/sweep_fwd8.md")
+  paste -d' ' <(cut -d'|' -f2-5 "$OUT/sweep_bwd2.md") <(cut -d'|' -f5 "$OUT/sweep_bwd4.md")
+fi
+if has ncu; then
+  stamp ncu
+  ncu --kernel-name regex:BackwardKernel --launch-count 1 --section SpeedOfLight \
+    --section Occupancy --section WarpStateStats --section LaunchStats --section MemoryWorkloadAnalysis \
+    "$BUILD/bench/cuda/normserve_cuda_bench" --dtype bf16 --shapes 32768x4096 --ops rms_bwd \
+    --reps 1 > "$OUT/ncu_bwd.txt" 2>&1
+  grep -E "Throughput|Registers|Achieved Occupancy|Theoretical Occupancy|Block Limit|Stall|Local|Duration|Shared Memory Configuration Size|Dynamic Shared" "$OUT/ncu_bwd.txt" | head -40
+fi
+if has peers; then
+  stamp peers
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
+  (cd .peers && OUT=$OUT PYTHONUNBUFFERED=1 FI_NORM_SO=$PWD/fi_norm.so DTYPE=bf16 \
+     python3 peers_bench.py torch liger flashinfer > "$OUT/peers_bf16.log" 2>&1
+   OUT=$OUT PYTHONUNBUFFERED=1 DTYPE=fp32 python3 peers_bench.py torch liger \
+     > "$OUT/peers_fp32.log" 2>&1)
+  grep -c gbs "$OUT"/peers_*.log
+fi
+if has sanitize; then
+  stamp sanitize
+  small='*cuda*_d1:*cuda*_d7:*cuda*_d127:*cuda*_d1000:*cuda*_d4096:*Validation*cuda*:*Property*cuda*'
+  for tool in memcheck racecheck; do
+    compute-sanitizer --tool $tool --error-exitcode 9 "$TEST" --gtest_filter="$small" \
+      --gtest_brief=1 > "$OUT/sanitize_$tool.log" 2>&1
+    echo "sanitizer $tool rc=$?"; grep -E "SUMMARY|PASSED|FAILED" "$OUT/sanitize_$tool.log" | tail -4
+  done
+fi
+stamp done
+# At most 8 files come back: keep the tables and JSON, bundle the logs.
+(cd "$OUT" && tar czf logs.tgz --remove-files *.log *.txt sweep_*.md 2>/dev/null)
+ls "$OUT"

@@ -1,0 +1,417 @@
+// GPU benchmark of the normserve kernels through the device-pointer API
+// (kernels/cuda/launch.h), measured the way /work/shared/perf/peers_bench.py
+// measures the peers (triton's do_bench): per repetition, flush L2 by writing a
+// 256 MiB buffer, then time one call with CUDA events; report the median.
+// GB/s counts the minimum bytes: fwd 2·m·n·s, fused add 4·m·n·s, bwd 3·m·n·s.
+//
+// Each (op, shape, dtype) is also checked: outputs poisoned before the first
+// call, then sampled rows (and dw / db where the shape is small enough)
+// compared with a float64 host computation; the max relative error is printed.
+//
+//   norm_bench [--dtype bf16,fp32] [--shapes 32768x4096,1x4096] [--reps 100] [--json out.jsonl]
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "cuda/launch.h"
+
+namespace {
+
+using normserve::kernels::DType;
+using normserve::kernels::DTypeName;
+using normserve::kernels::DTypeSize;
+using namespace normserve::kernels::cuda;
+
+#define CHECK_CUDA(call)                                                              \
+  do {                                                                                \
+    cudaError_t err_ = (call);                                                        \
+    if (err_ != cudaSuccess) {                                                        \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call,              \
+                   cudaGetErrorString(err_));                                         \
+      std::exit(1);                                                                   \
+    }                                                                                 \
+  } while (0)
+
+constexpr float kEps = 1e-6f;
+
+// Deterministic pseudo-normal fill on the device: value = mean + stddev * z.
+__device__ float HashNormal(uint64_t seed, uint64_t i) {
+  auto mix = [](uint64_t z) {
+    z += 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  };
+  const uint64_t a = mix(seed * 0x100000001b3ull + 2 * i), b = mix(seed * 0x100000001b3ull + 2 * i + 1);
+  const float u1 = ((a >> 40) + 1) * (1.0f / 16777217.0f);
+  const float u2 = (b >> 40) * (1.0f / 16777216.0f);
+  return sqrtf(-2.0f * logf(u1)) * cospif(2.0f * u2);
+}
+
+template <typename T>
+__global__ void FillKernel(T* out, int64_t n, uint64_t seed, float mean, float stddev) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const float v = mean + stddev * HashNormal(seed, i);
+    if constexpr (sizeof(T) == 4) {
+      out[i] = v;
+    } else if constexpr (std::is_same_v<T, __half>) {
+      out[i] = __float2half_rn(v);
+    } else {
+      out[i] = __float2bfloat16_rn(v);
+    }
+  }
+}
+
+void Fill(DType dtype, void* p, int64_t n, uint64_t seed, float mean, float stddev) {
+  const int blocks = 132 * 8;
+  switch (dtype) {
+    case DType::kF32:
+      FillKernel<<<blocks, 256>>>(static_cast<float*>(p), n, seed, mean, stddev);
+      break;
+    case DType::kF16:
+      FillKernel<<<blocks, 256>>>(static_cast<__half*>(p), n, seed, mean, stddev);
+      break;
+    case DType::kBF16:
+      FillKernel<<<blocks, 256>>>(static_cast<__nv_bfloat16*>(p), n, seed, mean, stddev);
+      break;
+  }
+  CHECK_CUDA(cudaGetLastError());
+}
+
+double HostValue(DType dtype, const void* base, int64_t i) {
+  if (dtype == DType::kF32) return static_cast<const float*>(base)[i];
+  const uint16_t bits = static_cast<const uint16_t*>(base)[i];
+  if (dtype == DType::kBF16) {
+    const uint32_t u = static_cast<uint32_t>(bits) << 16;
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  }
+  __half h;
+  std::memcpy(&h, &bits, 2);
+  return __half2float(h);
+}
+
+// acc = max(acc, v), where a NaN v (an unwritten, poisoned output) wins.
+void Worse(double& acc, double v) {
+  if (!(v <= acc)) acc = v;
+}
+
+std::vector<char> ToHost(const void* dev, size_t bytes) {
+  std::vector<char> host(bytes);
+  CHECK_CUDA(cudaMemcpy(host.data(), dev, bytes, cudaMemcpyDeviceToHost));
+  return host;
+}
+
+struct Buffers {
+  void *x, *y, *w, *b, *out, *res, *dy, *dx;
+  float *mean, *rstd, *dw, *db;
+  void* ws;
+  size_t ws_bytes;
+};
+
+enum class Op { kRmsFwd, kLnFwd, kAddRmsFwd, kRmsBwd, kLnBwd, kCopy };
+const char* OpName(Op op) {
+  switch (op) {
+    case Op::kRmsFwd: return "rms_fwd";
+    case Op::kLnFwd: return "ln_fwd";
+    case Op::kAddRmsFwd: return "add_rms_fwd";
+    case Op::kRmsBwd: return "rms_bwd";
+    case Op::kLnBwd: return "ln_bwd";
+    case Op::kCopy: return "copy";
+  }
+  return "?";
+}
+bool IsBackward(Op op) { return op == Op::kRmsBwd || op == Op::kLnBwd; }
+bool IsLn(Op op) { return op == Op::kLnFwd || op == Op::kLnBwd; }
+
+ForwardArgs MakeForward(Op op, DType dtype, int64_t m, int64_t n, const Buffers& b, bool stats) {
+  ForwardArgs a;
+  a.dtype = dtype;
+  a.residual_dtype = dtype;
+  a.rows = m;
+  a.hidden = n;
+  a.norm.center = IsLn(op);
+  a.norm.eps = kEps;
+  a.norm.scale = 1.0f;
+  a.norm.stat_len = n;
+  a.x = b.x;
+  a.weight = b.w;
+  a.bias = IsLn(op) ? b.b : nullptr;
+  a.out = b.out;
+  if (op == Op::kAddRmsFwd) {
+    a.y = b.y;
+    a.residual_out = b.res;
+  }
+  if (stats) {
+    a.mean = b.mean;
+    a.rstd = b.rstd;
+  }
+  return a;
+}
+
+BackwardArgs MakeBackward(Op op, DType dtype, int64_t m, int64_t n, const Buffers& b) {
+  BackwardArgs a;
+  a.dtype = dtype;
+  a.residual_dtype = dtype;
+  a.rows = m;
+  a.hidden = n;
+  a.norm.center = IsLn(op);
+  a.norm.eps = kEps;
+  a.norm.scale = 1.0f;
+  a.norm.stat_len = n;
+  a.x = b.x;
+  a.grad_out = b.dy;
+  a.mean = b.mean;
+  a.rstd = b.rstd;
+  a.weight = b.w;
+  a.grad_in = b.dx;
+  a.grad_weight = b.dw;
+  a.grad_bias = IsLn(op) ? b.db : nullptr;
+  a.workspace = b.ws;
+  return a;
+}
+
+// Max relative error (max |ours - ref| / max(1, |ref|) style: normalized by the
+// reference's max magnitude) of sampled rows, and of dw / db when checked.
+double Check(Op op, DType dtype, int64_t m, int64_t n, const Buffers& b) {
+  const size_t s = DTypeSize(dtype);
+  const int64_t rows_all = m;
+  std::vector<int64_t> rows = {0, m / 2, m - 1};
+  const bool full = static_cast<double>(m) * n <= 16.0 * 1024 * 1024 && IsBackward(op);
+  if (full) {
+    rows.clear();
+    for (int64_t r = 0; r < m; ++r) rows.push_back(r);
+  }
+  std::sort(rows.begin(), rows.end());
+  rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+  auto w = ToHost(b.w, n * s), bias = ToHost(b.b, n * s);
+  double max_err = 0.0, max_ref = 0.0;
+  std::vector<double> dw(n, 0.0), db(n, 0.0);
+  for (int64_t r : rows) {
+    auto x = ToHost(static_cast<char*>(b.x) + r * n * s, n * s);
+    std::vector<double> p(n);
+    for (int64_t i = 0; i < n; ++i) p[i] = HostValue(dtype, x.data(), i);
+    if (op == Op::kAddRmsFwd) {
+      auto y = ToHost(static_cast<char*>(b.y) + r * n * s, n * s);
+      for (int64_t i = 0; i < n; ++i) p[i] += HostValue(dtype, y.data(), i);
+    }
+    double mean = 0.0;
+    if (IsLn(op)) {
+      for (double v : p) mean += v;
+      mean /= n;
+    }
+    double ss = 0.0;
+    for (double v : p) ss += (v - mean) * (v - mean);
+    const double rstd = 1.0 / std::sqrt(ss / n + kEps);
+    if (!IsBackward(op)) {
+      auto o = ToHost(static_cast<char*>(b.out) + r * n * s, n * s);
+      for (int64_t i = 0; i < n; ++i) {
+        const double ref = (p[i] - mean) * rstd * HostValue(dtype, w.data(), i) +
+                           (IsLn(op) ? HostValue(dtype, bias.data(), i) : 0.0);
+        Worse(max_err, std::fabs(HostValue(dtype, o.data(), i) - ref));
+        max_ref = std::max(max_ref, std::fabs(ref));
+      }
+      continue;
+    }
+    auto dyh = ToHost(static_cast<char*>(b.dy) + r * n * s, n * s);
+    auto dxh = ToHost(static_cast<char*>(b.dx) + r * n * s, n * s);
+    std::vector<double> rr(n), dr(n);
+    double dot = 0.0, sum_dr = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+      const double dy = HostValue(dtype, dyh.data(), i);
+      rr[i] = (p[i] - mean) * rstd;
+      dr[i] = dy * HostValue(dtype, w.data(), i);
+      dot += rr[i] * dr[i];
+      sum_dr += dr[i];
+      dw[i] += dy * rr[i];
+      db[i] += dy;
+    }
+    std::vector<double> dq(n);
+    double sum_dq = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+      dq[i] = rstd * (dr[i] - rr[i] * dot / n);
+      sum_dq += dq[i];
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      const double ref = dq[i] - (IsLn(op) ? sum_dq / n : 0.0);
+      Worse(max_err, std::fabs(HostValue(dtype, dxh.data(), i) - ref));
+      max_ref = std::max(max_ref, std::fabs(ref));
+    }
+  }
+  double rel = max_ref > 0 ? max_err / max_ref : max_err;
+  if (full && rows_all == static_cast<int64_t>(rows.size())) {
+    std::vector<float> dwg(n), dbg(n);
+    CHECK_CUDA(cudaMemcpy(dwg.data(), b.dw, n * 4, cudaMemcpyDeviceToHost));
+    CHECK_CUDA(cudaMemcpy(dbg.data(), b.db, n * 4, cudaMemcpyDeviceToHost));
+    double e = 0.0, ref = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+      Worse(e, std::fabs(dwg[i] - dw[i]));
+      ref = std::max(ref, std::fabs(dw[i]));
+      if (IsLn(op)) {
+        Worse(e, std::fabs(dbg[i] - db[i]));
+        ref = std::max(ref, std::fabs(db[i]));
+      }
+    }
+    Worse(rel, ref > 0 ? e / ref : e);
+  }
+  return rel;
+}
+
+std::vector<std::string> Split(const std::string& s, char sep) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (start <= s.size()) {
+    const size_t end = s.find(sep, start);
+    parts.push_back(s.substr(start, end == std::string::npos ? std::string::npos : end - start));
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return parts;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string dtypes = "bf16,fp32";
+  std::string shapes =
+      "32768x4096,16384x8192,8192x16384,65536x1024,4096x5000,4096x4096,256x4096,1x4096";
+  std::string ops = "rms_fwd,ln_fwd,add_rms_fwd,rms_bwd,ln_bwd,copy";
+  int reps = 100;
+  std::string json_path;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (flag == "--dtype") dtypes = argv[i + 1];
+    else if (flag == "--shapes") shapes = argv[i + 1];
+    else if (flag == "--ops") ops = argv[i + 1];
+    else if (flag == "--reps") reps = std::atoi(argv[i + 1]);
+    else if (flag == "--json") json_path = argv[i + 1];
+  }
+  FILE* json = json_path.empty() ? nullptr : std::fopen(json_path.c_str(), "w");
+  cudaDeviceProp prop;
+  CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+  std::printf("device: %s, %d SMs, L2 %d MB\n\n", prop.name, prop.multiProcessorCount,
+              prop.l2CacheSize >> 20);
+  std::printf("| op | m×n | dtype | µs (median) | GB/s | rel err |\n|---|---|---|---|---|---|\n");
+
+  const size_t flush_bytes = 256u << 20;
+  void* flush;
+  CHECK_CUDA(cudaMalloc(&flush, flush_bytes));
+  cudaStream_t stream;
+  CHECK_CUDA(cudaStreamCreate(&stream));
+  cudaEvent_t start, stop;
+  CHECK_CUDA(cudaEventCreate(&start));
+  CHECK_CUDA(cudaEventCreate(&stop));
+
+  for (const std::string& dname : Split(dtypes, ',')) {
+    const DType dtype = dname == "fp32" ? DType::kF32 : dname == "fp16" ? DType::kF16 : DType::kBF16;
+    const size_t s = DTypeSize(dtype);
+    for (const std::string& shape : Split(shapes, ',')) {
+      const auto mn = Split(shape, 'x');
+      const int64_t m = std::atoll(mn[0].c_str()), n = std::atoll(mn[1].c_str());
+      const size_t bytes = static_cast<size_t>(m) * n * s;
+      Buffers b{};
+      CHECK_CUDA(cudaMalloc(&b.x, bytes));
+      CHECK_CUDA(cudaMalloc(&b.y, bytes));
+      CHECK_CUDA(cudaMalloc(&b.out, bytes));
+      CHECK_CUDA(cudaMalloc(&b.res, bytes));
+      CHECK_CUDA(cudaMalloc(&b.dy, bytes));
+      CHECK_CUDA(cudaMalloc(&b.dx, bytes));
+      CHECK_CUDA(cudaMalloc(&b.w, n * s));
+      CHECK_CUDA(cudaMalloc(&b.b, n * s));
+      CHECK_CUDA(cudaMalloc(&b.mean, m * 4));
+      CHECK_CUDA(cudaMalloc(&b.rstd, m * 4));
+      CHECK_CUDA(cudaMalloc(&b.dw, n * 4));
+      CHECK_CUDA(cudaMalloc(&b.db, n * 4));
+      const int chunks = [&] {
+        SegmentPlan plan;
+        plan.rows = m;
+        return PlanBackward(dtype, n, true, &plan, 1);
+      }();
+      b.ws_bytes = BackwardWorkspaceBytes(n, chunks);
+      CHECK_CUDA(cudaMalloc(&b.ws, b.ws_bytes));
+      const uint64_t seed = m * 7 + n;
+      Fill(dtype, b.x, m * n, seed, 0.0f, 1.0f);
+      Fill(dtype, b.y, m * n, seed + 1, 0.0f, 1.0f);
+      Fill(dtype, b.dy, m * n, seed + 2, 0.0f, 1.0f);
+      Fill(dtype, b.w, n, seed + 3, 1.0f, 0.1f);
+      Fill(dtype, b.b, n, seed + 4, 0.0f, 0.1f);
+
+      for (const std::string& oname : Split(ops, ',')) {
+        Op op = Op::kCopy;
+        for (Op o : {Op::kRmsFwd, Op::kLnFwd, Op::kAddRmsFwd, Op::kRmsBwd, Op::kLnBwd, Op::kCopy}) {
+          if (oname == OpName(o)) op = o;
+        }
+        // Saved statistics for backward come from a forward of the same kind.
+        if (IsBackward(op)) {
+          CHECK_CUDA(LaunchForward(
+              MakeForward(op == Op::kLnBwd ? Op::kLnFwd : Op::kRmsFwd, dtype, m, n, b, true),
+              stream));
+        }
+        CHECK_CUDA(cudaMemsetAsync(b.out, 0xff, bytes, stream));  // poison: NaN in every dtype
+        CHECK_CUDA(cudaMemsetAsync(b.dx, 0xff, bytes, stream));
+        CHECK_CUDA(cudaMemsetAsync(b.dw, 0xff, n * 4, stream));
+        CHECK_CUDA(cudaMemsetAsync(b.db, 0xff, n * 4, stream));
+        auto call = [&] {
+          switch (op) {
+            case Op::kCopy:
+              return cudaMemcpyAsync(b.out, b.x, bytes, cudaMemcpyDeviceToDevice, stream);
+            case Op::kRmsFwd:
+            case Op::kLnFwd:
+            case Op::kAddRmsFwd:
+              return LaunchForward(MakeForward(op, dtype, m, n, b, false), stream);
+            default:
+              return LaunchBackward(MakeBackward(op, dtype, m, n, b), stream);
+          }
+        };
+        CHECK_CUDA(call());
+        CHECK_CUDA(cudaStreamSynchronize(stream));
+        const double err = op == Op::kCopy ? 0.0 : Check(op, dtype, m, n, b);
+        for (int i = 0; i < 5; ++i) CHECK_CUDA(call());
+        std::vector<float> times;
+        for (int i = 0; i < reps; ++i) {
+          CHECK_CUDA(cudaMemsetAsync(flush, i & 0xff, flush_bytes, stream));
+          CHECK_CUDA(cudaEventRecord(start, stream));
+          CHECK_CUDA(call());
+          CHECK_CUDA(cudaEventRecord(stop, stream));
+          CHECK_CUDA(cudaEventSynchronize(stop));
+          float ms;
+          CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
+          times.push_back(ms);
+        }
+        std::sort(times.begin(), times.end());
+        const double ms = times[times.size() / 2];
+        const double factor = op == Op::kAddRmsFwd ? 4 : IsBackward(op) ? 3 : 2;
+        const double gbs = factor * m * n * s / (ms * 1e-3) / 1e9;
+        std::printf("| %s | %lldx%lld | %s | %.1f | %.0f | %.1e |\n", OpName(op),
+                    static_cast<long long>(m), static_cast<long long>(n),
+                    std::string(DTypeName(dtype)).c_str(), ms * 1e3, gbs, err);
+        std::fflush(stdout);
+        if (json != nullptr) {
+          std::fprintf(json,
+                       "{\"peer\": \"normserve\", \"op\": \"%s\", \"m\": %lld, \"n\": %lld, "
+                       "\"dtype\": \"%s\", \"us\": %.2f, \"gbs\": %.1f, \"max_err\": %.3e}\n",
+                       OpName(op), static_cast<long long>(m), static_cast<long long>(n),
+                       dname == "fp32" ? "float32" : dname == "fp16" ? "float16" : "bfloat16",
+                       ms * 1e3, gbs, err);
+          std::fflush(json);
+        }
+      }
+      for (void* p : {b.x, b.y, b.out, b.res, b.dy, b.dx, b.w, b.b, b.ws}) CHECK_CUDA(cudaFree(p));
+      for (float* p : {b.mean, b.rstd, b.dw, b.db}) CHECK_CUDA(cudaFree(p));
+    }
+  }
+  if (json != nullptr) std::fclose(json);
+  return 0;
+}

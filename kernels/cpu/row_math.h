@@ -1,0 +1,290 @@
+// The per-row math of the CPU backend: seed 004's forward and backward for one
+// row, with seed 003's partial statistic, in fp32.
+//
+// Each function reads a row once from memory into an fp32 scratch row, then
+// makes short passes over that scratch (L1/L2 resident) that the compiler
+// vectorizes. Reductions use BlockedSum, whose order of operations is fixed
+// by the row length alone; the library is compiled with -ffp-contract=off, so
+// a row's results are bitwise the same whatever its address, thread or batch.
+//
+// Notation as in norm_config.h: p = x + y, q = p - mean (mean = 0 for
+// RMSNorm), sigma = sqrt(sum_{i<k} q_i^2 / k + eps), rstd = 1 / sigma,
+// r = q * rstd, o = scale * r * w + b with scale = c / sqrt(d).
+#ifndef NORMSERVE_KERNELS_CPU_ROW_MATH_H_
+#define NORMSERVE_KERNELS_CPU_ROW_MATH_H_
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+
+#include "element.h"
+#include "normserve/kernels/dtype.h"
+
+namespace normserve::kernels::cpu {
+
+// What every row of a forward batch shares.
+struct ForwardRowParams {
+  int64_t hidden = 0;       // d
+  int64_t stat_length = 0;  // k, in [1, d]
+  bool center = false;      // LayerNorm when true
+  float eps = 0.0f;
+  float scale = 1.0f;             // c / sqrt(d)
+  const float* weight = nullptr;  // fp32 [d]; null when the batch has none (w = 1)
+  const float* bias = nullptr;    // fp32 [d]; null when the batch has none (b = 0)
+};
+
+// What every row of a backward batch shares.
+struct BackwardRowParams {
+  int64_t hidden = 0;
+  int64_t stat_length = 0;
+  bool center = false;
+  float eps = 0.0f;
+  float scale = 1.0f;
+  const float* scaled_weight = nullptr;  // fp32 [d]: scale * w (scale when no weight)
+};
+
+struct RowStats {
+  float mean = 0.0f;  // 0 for RMSNorm
+  float rstd = 0.0f;  // 1 / sigma
+};
+
+// Sums of N streams of terms over i in [begin, end): term(i) returns the N
+// terms of element i as std::array<float, N> (and may store per-element
+// results as a side effect). Each stream is summed in 16 fp32 lanes inside
+// blocks of 1024 elements counted from begin (a lane adds at most 64 terms),
+// lanes combined as a tree, block sums added in double. The order of
+// operations depends on end - begin only, so the results do too.
+template <int N, typename Term>
+inline std::array<double, N> BlockedSums(int64_t begin, int64_t end, Term term) {
+  constexpr int kLanes = 16;
+  constexpr int64_t kBlock = 1024;
+  std::array<double, N> totals{};
+  for (int64_t block = begin; block < end; block += kBlock) {
+    const int64_t len = std::min(kBlock, end - block);
+    float lanes[N][kLanes] = {};
+    int64_t i = 0;
+    for (; i + kLanes <= len; i += kLanes) {
+      for (int j = 0; j < kLanes; ++j) {
+        const std::array<float, N> t = term(block + i + j);
+        for (int s = 0; s < N; ++s) lanes[s][j] += t[s];
+      }
+    }
+    for (int j = 0; i + j < len; ++j) {
+      const std::array<float, N> t = term(block + i + j);
+      for (int s = 0; s < N; ++s) lanes[s][j] += t[s];
+    }
+    for (int s = 0; s < N; ++s) {
+      for (int width = kLanes / 2; width > 0; width /= 2) {
+        for (int j = 0; j < width; ++j) lanes[s][j] += lanes[s][j + width];
+      }
+      totals[s] += lanes[s][0];
+    }
+  }
+  return totals;
+}
+
+// The sum of one stream of terms over [0, n), as BlockedSums.
+template <typename Term>
+inline double BlockedSum(int64_t n, Term term) {
+  return BlockedSums<1>(0, n, [&term](int64_t i) { return std::array<float, 1>{term(i)}; })[0];
+}
+
+// mean and rstd of the fp32 row p: the one definition both forward and
+// backward (when statistics are not saved) use, so they agree bitwise.
+inline RowStats ComputeRowStats(const float* p, int64_t hidden, int64_t stat_length, bool center,
+                                float eps) {
+  RowStats stats;
+  if (center) {
+    stats.mean = static_cast<float>(BlockedSum(hidden, [p](int64_t i) { return p[i]; }) /
+                                    static_cast<double>(hidden));
+  }
+  const float mean = stats.mean;
+  const double sum_sq = BlockedSum(stat_length, [p, mean](int64_t i) {
+    const float q = p[i] - mean;
+    return q * q;
+  });
+  const double variance = sum_sq / static_cast<double>(stat_length) + static_cast<double>(eps);
+  stats.rstd = static_cast<float>(1.0 / std::sqrt(variance));
+  return stats;
+}
+
+// p[i] = x[i] + y[i] in fp32 (y = 0 when null); also stores p into
+// residual_out (in dtype R) when that is not null.
+template <DType D, DType R>
+inline void LoadResidualSum(const typename Element<D>::Storage* x,
+                            const typename Element<D>::Storage* y,
+                            typename Element<R>::Storage* residual_out, float* p, int64_t hidden) {
+  using E = Element<D>;
+  using ER = Element<R>;
+  if (y != nullptr && residual_out != nullptr) {
+    for (int64_t i = 0; i < hidden; ++i) {
+      p[i] = E::Load(x[i]) + E::Load(y[i]);
+      residual_out[i] = ER::Store(p[i]);
+    }
+  } else if (y != nullptr) {
+    for (int64_t i = 0; i < hidden; ++i) p[i] = E::Load(x[i]) + E::Load(y[i]);
+  } else if (residual_out != nullptr) {
+    for (int64_t i = 0; i < hidden; ++i) {
+      p[i] = E::Load(x[i]);
+      residual_out[i] = ER::Store(p[i]);
+    }
+  } else {
+    for (int64_t i = 0; i < hidden; ++i) p[i] = E::Load(x[i]);
+  }
+}
+
+// The fp32 row p = x + y: x itself when no conversion or addition is needed,
+// otherwise converted into scratch (which must hold hidden floats).
+template <DType D>
+inline const float* ResidualSumRow(const typename Element<D>::Storage* x,
+                                   const typename Element<D>::Storage* y, int64_t hidden,
+                                   float* scratch) {
+  if constexpr (D == DType::kF32) {
+    if (y == nullptr) return x;
+  }
+  LoadResidualSum<D, D>(x, y, nullptr, scratch, hidden);
+  return scratch;
+}
+
+// Forward for one row. scratch holds hidden floats. mean and rstd (optional)
+// receive the row statistics.
+template <DType D, DType R>
+inline void ForwardRow(const ForwardRowParams& params, const typename Element<D>::Storage* x,
+                       const typename Element<D>::Storage* y, typename Element<D>::Storage* out,
+                       typename Element<R>::Storage* residual_out, float* mean, float* rstd,
+                       float* scratch) {
+  using E = Element<D>;
+  const int64_t d = params.hidden;
+  const float* p;
+  if (residual_out != nullptr) {
+    LoadResidualSum<D, R>(x, y, residual_out, scratch, d);
+    p = scratch;
+  } else {
+    p = ResidualSumRow<D>(x, y, d, scratch);
+  }
+  const RowStats stats = ComputeRowStats(p, d, params.stat_length, params.center, params.eps);
+  if (mean != nullptr) *mean = stats.mean;
+  if (rstd != nullptr) *rstd = stats.rstd;
+
+  const float m = stats.mean;
+  const float a = stats.rstd * params.scale;  // o = (q * rstd * scale) * w + b
+  const float* w = params.weight;
+  const float* b = params.bias;
+  // One loop per presence of w and b, so none reads a constant array.
+  if (w != nullptr && b != nullptr) {
+    for (int64_t i = 0; i < d; ++i) out[i] = E::Store((p[i] - m) * a * w[i] + b[i]);
+  } else if (w != nullptr) {
+    for (int64_t i = 0; i < d; ++i) out[i] = E::Store((p[i] - m) * a * w[i]);
+  } else if (b != nullptr) {
+    for (int64_t i = 0; i < d; ++i) out[i] = E::Store((p[i] - m) * a + b[i]);
+  } else {
+    for (int64_t i = 0; i < d; ++i) out[i] = E::Store((p[i] - m) * a);
+  }
+}
+
+// dw[i] += dy[i] * r[i] and db[i] += dy[i] for i < n; dw, db optional. The
+// buffers never overlap (restrict), so the loops vectorize without checks.
+inline void AccumulateGradPartials(const float* __restrict dy, const float* __restrict r,
+                                   float* __restrict dw, float* __restrict db, int64_t n) {
+  if (dw != nullptr && db != nullptr) {
+    for (int64_t i = 0; i < n; ++i) {
+      dw[i] += dy[i] * r[i];
+      db[i] += dy[i];
+    }
+  } else if (dw != nullptr) {
+    for (int64_t i = 0; i < n; ++i) dw[i] += dy[i] * r[i];
+  } else if (db != nullptr) {
+    for (int64_t i = 0; i < n; ++i) db[i] += dy[i];
+  }
+}
+
+// Backward for one row: grad_in = dp (+ grad_residual_out), and the row's
+// terms added to the per-chunk partial sums dw_partial += dy * r and
+// db_partial += dy (each optional; dw is scaled by c / sqrt(d) by the caller).
+// stats: the saved statistics, or null to recompute them from x and y.
+// scratch0 and scratch1 hold hidden floats each.
+template <DType D, DType R>
+inline void BackwardRow(const BackwardRowParams& params, const typename Element<D>::Storage* x,
+                        const typename Element<D>::Storage* y,
+                        const typename Element<D>::Storage* grad_out,
+                        const typename Element<R>::Storage* grad_residual_out,
+                        const RowStats* saved_stats, typename Element<D>::Storage* grad_in,
+                        float* dw_partial, float* db_partial, float* scratch0, float* scratch1) {
+  using E = Element<D>;
+  using ER = Element<R>;
+  const int64_t d = params.hidden;
+  const int64_t k = params.stat_length;
+  const float* p = ResidualSumRow<D>(x, y, d, scratch0);
+  const RowStats stats =
+      saved_stats != nullptr ? *saved_stats : ComputeRowStats(p, d, k, params.center, params.eps);
+  const float m = stats.mean;
+  const float rstd = stats.rstd;
+
+  // Pass 1: r = q * rstd into scratch0 (in place when p is already there),
+  // dy in fp32 into scratch1 (half types only).
+  float* r = scratch0;
+  for (int64_t i = 0; i < d; ++i) r[i] = (p[i] - m) * rstd;
+  const float* dy;
+  if constexpr (D == DType::kF32) {
+    dy = grad_out;
+  } else {
+    for (int64_t i = 0; i < d; ++i) scratch1[i] = E::Load(grad_out[i]);
+    dy = scratch1;
+  }
+
+  // Pass 2 (reads only): with dr = dy * scale * w, the row sums r . dr and,
+  // for LayerNorm, sum(dr) and sum_{i<k} r.
+  const float* sw = params.scaled_weight;
+  double r_dot_dr;
+  double sum_dr = 0.0;
+  double sum_rk = 0.0;
+  if (params.center) {
+    const std::array<double, 3> head = BlockedSums<3>(0, k, [=](int64_t i) {
+      const float dri = dy[i] * sw[i];
+      return std::array<float, 3>{dri * r[i], dri, r[i]};
+    });
+    const std::array<double, 2> tail = BlockedSums<2>(k, d, [=](int64_t i) {
+      const float dri = dy[i] * sw[i];
+      return std::array<float, 2>{dri * r[i], dri};
+    });
+    r_dot_dr = head[0] + tail[0];
+    sum_dr = head[1] + tail[1];
+    sum_rk = head[2];
+  } else {
+    r_dot_dr = BlockedSum(d, [=](int64_t i) { return dy[i] * sw[i] * r[i]; });
+  }
+
+  // dq = rstd * (dr - [i < k] r * (r . dr) / k); dp = dq - mean(dq) for
+  // LayerNorm, where mean(dq) = rstd * (sum(dr) - (r . dr) / k * sum_{i<k} r) / d.
+  const double coef_d = r_dot_dr / static_cast<double>(k);
+  double mean_dq_d = 0.0;
+  if (params.center) {
+    mean_dq_d = static_cast<double>(rstd) * (sum_dr - coef_d * sum_rk) / static_cast<double>(d);
+  }
+  const float coef = static_cast<float>(coef_d);
+  const float mean_dq = static_cast<float>(mean_dq_d);
+
+  // Pass 3: the chunk partials dw += dy * r, db += dy (before dx is written,
+  // so grad_in may share grad_out's buffer).
+  AccumulateGradPartials(dy, r, dw_partial, db_partial, d);
+
+  // Pass 4: dx = dp (+ grad_residual_out).
+  auto write_grad_in = [&](auto extra) {
+    for (int64_t i = 0; i < k; ++i) {
+      grad_in[i] = E::Store(rstd * (dy[i] * sw[i] - r[i] * coef) - mean_dq + extra(i));
+    }
+    for (int64_t i = k; i < d; ++i) {
+      grad_in[i] = E::Store(rstd * (dy[i] * sw[i]) - mean_dq + extra(i));
+    }
+  };
+  if (grad_residual_out != nullptr) {
+    write_grad_in([grad_residual_out](int64_t i) { return ER::Load(grad_residual_out[i]); });
+  } else {
+    write_grad_in([](int64_t) { return 0.0f; });
+  }
+}
+
+}  // namespace normserve::kernels::cpu
+
+#endif  // NORMSERVE_KERNELS_CPU_ROW_MATH_H_

@@ -1,0 +1,419 @@
+// Backward kernels (seed 004's backward, partial statistic of seed 003), per row,
+// with r = q * rstd and sw = scale * w:
+//   dr   = dy * sw
+//   dq_i = rstd * (dr_i - [i < k] r_i * (r . dr) / k)
+//   dp   = dq - mean(dq)            (LayerNorm; dp = dq for RMSNorm)
+//   dx   = dp + d(residual_out)     (= dy, the residual branch's gradient)
+//   dw  += dy * r (times scale, applied once at the end);  db += dy
+// mean(dq) needs no second pass: sum(dq) = rstd * (sum dr - (r . dr) / k * sum_{i<k} r_i).
+//
+// dw / db are reduced in two deterministic stages: each block folds its chunk
+// of rows (never crossing a segment) into one fp32 partial row of the
+// workspace, in a fixed order; ReducePartialsKernel then adds a segment's
+// partials in chunk order.
+#ifndef NORMSERVE_KERNELS_CUDA_BACKWARD_KERNELS_CUH_
+#define NORMSERVE_KERNELS_CUDA_BACKWARD_KERNELS_CUH_
+
+#include "forward_kernels.cuh"
+#include "launch.h"
+#include "row_layout.h"
+#include "row_ops.cuh"
+
+namespace normserve::kernels::cuda {
+
+// The rows of one chunk, and whether their statistics were saved.
+struct ChunkRows {
+  int64_t begin = 0;
+  int64_t end = 0;
+  bool has_stats = false;
+};
+
+// Chunk -> rows. Without descriptors the batch is one segment cut into chunks
+// of `chunk_rows` rows.
+__device__ __forceinline__ ChunkRows FindChunk(const BackwardArgs& a, int chunk,
+                                               int64_t chunk_rows) {
+  ChunkRows c;
+  if (a.segments == nullptr) {
+    c.begin = chunk * chunk_rows;
+    c.end = min(a.rows, c.begin + chunk_rows);
+    c.has_stats = a.rstd != nullptr;
+    return c;
+  }
+  // The last segment whose first chunk is <= chunk (segments without rows own
+  // no chunk and share chunk_begin with their successor).
+  int lo = 0, hi = a.num_segments - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (a.segments[mid].chunk_begin <= chunk) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  const SegmentPlan& s = a.segments[lo];
+  c.begin = s.row_begin + static_cast<int64_t>(chunk - s.chunk_begin) * s.chunk_rows;
+  c.end = min(s.row_begin + s.rows, c.begin + s.chunk_rows);
+  c.has_stats = s.has_stats != 0 && a.rstd != nullptr;
+  return c;
+}
+
+// One row's x and dy as stored, so a prefetched row costs registers of the
+// storage type and no conversion stalls on it. (y, present only in the fused
+// residual backward, is read when the row is processed.)
+template <typename T, int VEC, int ITERS>
+struct RawRow {
+  Vec<T, VEC> x[ITERS], dy[ITERS];
+};
+
+// Loads one row's x and dy (zeros past the row's end or for a dead row).
+template <typename T, int VEC, int ITERS>
+__device__ __forceinline__ void LoadRawRow(const BackwardArgs& a, int64_t row, bool live, int tpr,
+                                           int t, RawRow<T, VEC, ITERS>& raw) {
+  const int d = static_cast<int>(a.hidden);
+  const int64_t base = row * a.hidden;
+#pragma unroll
+  for (int it = 0; it < ITERS; ++it) {
+    const int col = (it * tpr + t) * VEC;
+    raw.x[it] = raw.dy[it] = Vec<T, VEC>{};
+    if (live && col < d) {
+      raw.x[it] = *reinterpret_cast<const Vec<T, VEC>*>(static_cast<const T*>(a.x) + base + col);
+      raw.dy[it] =
+          *reinterpret_cast<const Vec<T, VEC>*>(static_cast<const T*>(a.grad_out) + base + col);
+    }
+  }
+}
+
+// sw = scale * w for the VEC columns at col (L1-resident after the first row).
+template <typename T, int VEC>
+__device__ __forceinline__ void LoadScaledWeight(const BackwardArgs& a, int col, float (&sw)[VEC]) {
+  if (a.weight != nullptr) {
+    LoadFloats(static_cast<const T*>(a.weight) + col, sw);
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) sw[i] *= a.norm.scale;
+  } else {
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) sw[i] = a.norm.scale;
+  }
+}
+
+// The per-row gradient math on registers: writes dx and accumulates
+// dw (+= dy * r) and db (+= dy) into the group's shared-memory rows (each
+// column owned by one thread; null when the launch wants neither).
+template <typename T, int VEC, int ITERS>
+__device__ __forceinline__ void BackwardRow(const BackwardArgs& a, int64_t row, bool live,
+                                            bool has_stats, int tpr, int t, float* scratch,
+                                            const RawRow<T, VEC, ITERS>& raw, float* dw,
+                                            float* db) {
+  const int d = static_cast<int>(a.hidden);
+  const int k = static_cast<int>(a.norm.stat_len);
+  float p[ITERS][VEC];  // p = x + y, then r
+#pragma unroll
+  for (int it = 0; it < ITERS; ++it) {
+    const int col = (it * tpr + t) * VEC;
+    float yv[VEC] = {};
+    if (a.y != nullptr && live && col < d) {
+      LoadFloats(static_cast<const T*>(a.y) + row * a.hidden + col, yv);
+    }
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) p[it][i] = ToFloat(raw.x[it].v[i]) + yv[i];
+  }
+  float mean = 0.0f, rstd = 0.0f;
+  if (has_stats) {
+    if (live) {
+      mean = a.norm.center ? a.mean[row] : 0.0f;
+      rstd = a.rstd[row];
+    }
+  } else {
+    RowStats(p, tpr, t, d, a.norm, scratch, mean, rstd);
+  }
+  // sums[0] = r . dr, sums[1] = sum dr, sums[2] = sum_{i<k} r_i
+  float sums[3] = {0.0f, 0.0f, 0.0f};
+#pragma unroll
+  for (int it = 0; it < ITERS; ++it) {
+    const int col = (it * tpr + t) * VEC;
+    float sw[VEC];
+    LoadScaledWeight<T>(a, col < d ? col : 0, sw);
+    const bool all_in_k = col + VEC <= k;  // skip the per-element test
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) {
+      const float r = (p[it][i] - mean) * rstd;
+      // dr and dq are rounded products (no FMA contraction), so the sums and
+      // the per-element terms cancel exactly where the math says they do.
+      const float dr = __fmul_rn(ToFloat(raw.dy[it].v[i]), sw[i]);
+      p[it][i] = r;
+      sums[0] += r * dr;
+      sums[1] += dr;
+      if (all_in_k || col + i < k) sums[2] += r;
+    }
+  }
+  if (a.norm.center) {
+    GroupSum(sums, tpr, scratch);
+  } else {
+    float dot[1] = {sums[0]};
+    GroupSum(dot, tpr, scratch);
+    sums[0] = dot[0];
+  }
+  const float coef = sums[0] / static_cast<float>(k);
+  const float mean_dq =
+      a.norm.center ? __fmul_rn(rstd, sums[1] - coef * sums[2]) / static_cast<float>(d) : 0.0f;
+  const bool gres_f32 = a.residual_dtype == DType::kF32;
+#pragma unroll
+  for (int it = 0; it < ITERS; ++it) {
+    const int col = (it * tpr + t) * VEC;
+    if (!live || col >= d) continue;
+    float g[VEC] = {}, sw[VEC], dx[VEC], dyr[VEC];
+    if (a.grad_residual_out != nullptr) {
+      LoadFloatsEither<T>(a.grad_residual_out, row * a.hidden + col, gres_f32, g);
+    }
+    LoadScaledWeight<T>(a, col, sw);
+    const bool all_in_k = col + VEC <= k;
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) {
+      dyr[i] = ToFloat(raw.dy[it].v[i]);
+      const float dr = __fmul_rn(dyr[i], sw[i]);
+      const float dq =
+          __fmul_rn(rstd, dr - (all_in_k || col + i < k ? p[it][i] * coef : 0.0f));
+      dx[i] = dq - mean_dq + g[i];
+    }
+    StoreFloats(static_cast<T*>(a.grad_in) + row * a.hidden + col, dx);
+    if (dw != nullptr) {
+      float acc[VEC];
+      LoadFloats(dw + col, acc);
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) acc[i] += dyr[i] * p[it][i];
+      StoreFloats(dw + col, acc);
+    }
+    if (db != nullptr) {
+      float acc[VEC];
+      LoadFloats(db + col, acc);
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) acc[i] += dyr[i];
+      StoreFloats(db + col, acc);
+    }
+  }
+}
+
+// Writes the block's fp32 partial for its chunk: the row groups' rows of
+// `acc` ([rows_per_cta][hidden]) added in group order.
+__device__ __forceinline__ void WritePartial(const BackwardArgs& a, int chunk, int total_chunks,
+                                             int rows_per_cta, const float* acc, int which) {
+  const int d = static_cast<int>(a.hidden);
+  float* out = static_cast<float*>(a.workspace) +
+               (static_cast<int64_t>(which) * total_chunks + chunk) * a.hidden;
+  for (int col = threadIdx.x; col < d; col += blockDim.x) {
+    float sum = 0.0f;
+    for (int g = 0; g < rows_per_cta; ++g) sum += acc[g * d + col];
+    out[col] = sum;
+  }
+}
+
+// One block per chunk; each row group walks the chunk's rows with stride
+// rows_per_cta, keeping its columns' dw / db in registers.
+template <typename T, int VEC, int ITERS>
+__global__ void __launch_bounds__(kMaxThreads)
+    BackwardKernel(const BackwardArgs a, const int tpr, const int rows_per_cta,
+                   const int64_t chunk_rows) {
+  // dw / db accumulators, [2][rows_per_cta][hidden], when partials are wanted.
+  extern __shared__ float acc[];
+  __shared__ float scratch[kMaxWarps * 3];
+  const int group = threadIdx.x / tpr;
+  const int t = threadIdx.x - group * tpr;
+  const int d = static_cast<int>(a.hidden);
+  const int chunk = blockIdx.x;
+  const ChunkRows c = FindChunk(a, chunk, chunk_rows);
+  const bool partials = a.workspace != nullptr;
+  float* dw = partials && a.grad_weight != nullptr ? acc + group * d : nullptr;
+  float* db = partials && a.grad_bias != nullptr ? acc + (rows_per_cta + group) * d : nullptr;
+  if (partials) {
+    // Zeroed by the threads that own the columns, so no barrier is needed
+    // before the first accumulation.
+#pragma unroll
+    for (int it = 0; it < ITERS; ++it) {
+      const int col = (it * tpr + t) * VEC;
+      if (col < d) {
+        const float zero[VEC] = {};
+        StoreFloats(acc + group * d + col, zero);
+        StoreFloats(acc + (rows_per_cta + group) * d + col, zero);
+      }
+    }
+  }
+
+  // Every group runs the same number of steps (GroupSum synchronizes the block).
+  const int64_t steps = (c.end - c.begin + rows_per_cta - 1) / rows_per_cta;
+  RawRow<T, VEC, ITERS> raw;
+  int64_t row = c.begin + group;
+  LoadRawRow(a, row, row < c.end, tpr, t, raw);
+  for (int64_t step = 0; step < steps; ++step) {
+    const int64_t next = row + rows_per_cta;
+    const RawRow<T, VEC, ITERS> cur = raw;
+    // Prefetch the next row while this one is reduced.
+    LoadRawRow(a, next, next < c.end, tpr, t, raw);
+    BackwardRow(a, row, row < c.end, c.has_stats, tpr, t, scratch, cur, dw, db);
+    row = next;
+  }
+
+  if (!partials) return;
+  __syncthreads();
+  const int total_chunks = gridDim.x;
+  if (a.grad_weight != nullptr) WritePartial(a, chunk, total_chunks, rows_per_cta, acc, 0);
+  if (a.grad_bias != nullptr) {
+    WritePartial(a, chunk, total_chunks, rows_per_cta, acc + rows_per_cta * d, 1);
+  }
+}
+
+// Rows too long for registers: one block per chunk, rows one after another,
+// several passes per row (L2-resident); dw / db partials accumulate in the
+// workspace row of the chunk, each column owned by one thread.
+template <typename T, int VEC>
+__global__ void __launch_bounds__(kMaxThreads)
+    BackwardStreamKernel(const BackwardArgs a, const int64_t chunk_rows) {
+  __shared__ float scratch[kMaxWarps * 3];
+  const int tpr = blockDim.x;
+  const int t = threadIdx.x;
+  const int d = static_cast<int>(a.hidden);
+  const int k = static_cast<int>(a.norm.stat_len);
+  const int chunk = blockIdx.x;
+  const int total_chunks = gridDim.x;
+  const ChunkRows c = FindChunk(a, chunk, chunk_rows);
+  float* dw_part = a.workspace == nullptr || a.grad_weight == nullptr
+                       ? nullptr
+                       : static_cast<float*>(a.workspace) + chunk * a.hidden;
+  float* db_part = a.workspace == nullptr || a.grad_bias == nullptr
+                       ? nullptr
+                       : static_cast<float*>(a.workspace) +
+                             (static_cast<int64_t>(total_chunks) + chunk) * a.hidden;
+  // Zeroed by the threads that later accumulate into the same columns.
+  for (int col = t * VEC; col < d; col += tpr * VEC) {
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) {
+      if (dw_part != nullptr) dw_part[col + i] = 0.0f;
+      if (db_part != nullptr) db_part[col + i] = 0.0f;
+    }
+  }
+  const bool gres_f32 = a.residual_dtype == DType::kF32;
+
+  for (int64_t row = c.begin; row < c.end; ++row) {
+    const int64_t base = row * a.hidden;
+    auto load = [&](int col, float (&p)[VEC], float (&dy)[VEC], float (&sw)[VEC]) {
+      float yv[VEC] = {};
+      LoadFloats(static_cast<const T*>(a.x) + base + col, p);
+      if (a.y != nullptr) LoadFloats(static_cast<const T*>(a.y) + base + col, yv);
+      LoadFloats(static_cast<const T*>(a.grad_out) + base + col, dy);
+      if (a.weight != nullptr) {
+        LoadFloats(static_cast<const T*>(a.weight) + col, sw);
+      } else {
+#pragma unroll
+        for (int i = 0; i < VEC; ++i) sw[i] = 1.0f;
+      }
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) {
+        p[i] += yv[i];
+        sw[i] *= a.norm.scale;
+      }
+    };
+    float mean = 0.0f, rstd;
+    if (c.has_stats) {
+      mean = a.norm.center ? a.mean[row] : 0.0f;
+      rstd = a.rstd[row];
+    } else {
+      if (a.norm.center) {
+        float sum[1] = {0.0f};
+        for (int col = t * VEC; col < d; col += tpr * VEC) {
+          float p[VEC], dy[VEC], sw[VEC];
+          load(col, p, dy, sw);
+#pragma unroll
+          for (int i = 0; i < VEC; ++i) sum[0] += p[i];
+        }
+        GroupSum(sum, tpr, scratch);
+        mean = sum[0] / static_cast<float>(d);
+      }
+      float sum_sq[1] = {0.0f};
+      for (int col = t * VEC; col < k; col += tpr * VEC) {
+        float p[VEC], dy[VEC], sw[VEC];
+        load(col, p, dy, sw);
+#pragma unroll
+        for (int i = 0; i < VEC; ++i) {
+          const float q = p[i] - mean;
+          sum_sq[0] += col + i < k ? q * q : 0.0f;
+        }
+      }
+      GroupSum(sum_sq, tpr, scratch);
+      rstd = 1.0f / sqrtf(sum_sq[0] / static_cast<float>(k) + a.norm.eps);
+    }
+    float sums[3] = {0.0f, 0.0f, 0.0f};
+    for (int col = t * VEC; col < d; col += tpr * VEC) {
+      float p[VEC], dy[VEC], sw[VEC];
+      load(col, p, dy, sw);
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) {
+        const float r = (p[i] - mean) * rstd;
+        const float dr = __fmul_rn(dy[i], sw[i]);
+        sums[0] += r * dr;
+        sums[1] += dr;
+        sums[2] += col + i < k ? r : 0.0f;
+      }
+    }
+    GroupSum(sums, tpr, scratch);
+    const float coef = sums[0] / static_cast<float>(k);
+    const float mean_dq =
+        a.norm.center ? __fmul_rn(rstd, sums[1] - coef * sums[2]) / static_cast<float>(d)
+                      : 0.0f;
+    for (int col = t * VEC; col < d; col += tpr * VEC) {
+      float p[VEC], dy[VEC], sw[VEC], g[VEC] = {}, dx[VEC];
+      load(col, p, dy, sw);
+      if (a.grad_residual_out != nullptr) {
+        LoadFloatsEither<T>(a.grad_residual_out, base + col, gres_f32, g);
+      }
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) {
+        const float r = (p[i] - mean) * rstd;
+        const float dr = __fmul_rn(dy[i], sw[i]);
+        const float dq = __fmul_rn(rstd, dr - (col + i < k ? r * coef : 0.0f));
+        dx[i] = dq - mean_dq + g[i];
+        if (dw_part != nullptr) dw_part[col + i] += dy[i] * r;
+        if (db_part != nullptr) db_part[col + i] += dy[i];
+      }
+      StoreFloats(static_cast<T*>(a.grad_in) + base + col, dx);
+    }
+  }
+}
+
+// Stage two: out[s][j] = scale_j * sum over segment s's chunks c, in order of c,
+// of partial[c][j]. Block (32 columns x 8 lanes); lane l sums chunks
+// l, l + 8, ...; the 8 lane sums are then added in lane order.
+// blockIdx.y = segment, blockIdx.z = 0 for dw, 1 for db. (A template only so
+// that each per-dtype translation unit may instantiate it.)
+template <typename T>
+__global__ void __launch_bounds__(256)
+    ReducePartialsKernel(const BackwardArgs a, const int total_chunks) {
+  __shared__ float lanes[8][33];
+  const int which = blockIdx.z;
+  float* out = which == 0 ? a.grad_weight : a.grad_bias;
+  if (out == nullptr) return;
+  const int64_t col = static_cast<int64_t>(blockIdx.x) * 32 + threadIdx.x;
+  const int segment = blockIdx.y;
+  int first = 0, last = total_chunks;
+  if (a.segments != nullptr) {
+    first = a.segments[segment].chunk_begin;
+    last = segment + 1 < a.num_segments ? a.segments[segment + 1].chunk_begin : total_chunks;
+  }
+  const float* partial =
+      static_cast<const float*>(a.workspace) + static_cast<int64_t>(which) * total_chunks * a.hidden;
+  float sum = 0.0f;
+  if (col < a.hidden) {
+    for (int chunk = first + threadIdx.y; chunk < last; chunk += 8) {
+      sum += partial[chunk * a.hidden + col];
+    }
+  }
+  lanes[threadIdx.y][threadIdx.x] = sum;
+  __syncthreads();
+  if (threadIdx.y == 0 && col < a.hidden) {
+    float total = 0.0f;
+    for (int l = 0; l < 8; ++l) total += lanes[l][threadIdx.x];
+    out[segment * a.hidden + col] = which == 0 ? total * a.norm.scale : total;
+  }
+}
+
+}  // namespace normserve::kernels::cuda
+
+#endif  // NORMSERVE_KERNELS_CUDA_BACKWARD_KERNELS_CUH_

@@ -1,0 +1,64 @@
+// The backward launcher: chunk plan, stage one (rows -> dx and per-chunk
+// dw / db partials), stage two (partials -> per-segment dw / db).
+#ifndef NORMSERVE_KERNELS_CUDA_BACKWARD_LAUNCH_CUH_
+#define NORMSERVE_KERNELS_CUDA_BACKWARD_LAUNCH_CUH_
+
+#include "backward_kernels.cuh"
+#include "dispatch.cuh"
+#include "launch.h"
+#include "row_layout.h"
+
+namespace normserve::kernels::cuda {
+
+template <typename T>
+cudaError_t LaunchBackwardTyped(const BackwardArgs& in, cudaStream_t stream) {
+  BackwardArgs a = in;
+  const bool aligned = VectorAligned(a.dtype, a.hidden,
+                                     {a.x, a.y, a.grad_out, a.grad_residual_out, a.weight,
+                                      a.grad_in});
+  const RowLayout layout = ChooseRowLayout(Pass::kBackward, a.dtype, a.hidden, aligned);
+  int64_t chunk_rows = 0;
+  if (a.segments == nullptr) {
+    a.num_segments = 1;
+    a.total_chunks = BackwardChunks(a.rows, layout, MaxChunksPerSegment());
+    chunk_rows = BackwardChunkRows(a.rows, a.total_chunks);
+  }
+  const bool partials = a.grad_weight != nullptr || a.grad_bias != nullptr;
+  if (partials && a.workspace == nullptr) return cudaErrorInvalidValue;
+  if (!partials) a.workspace = nullptr;
+  if (a.num_segments < 1 || a.num_segments > 65535) return cudaErrorInvalidValue;
+
+  if (a.total_chunks > 0) {
+    const cudaError_t err = DispatchRowLayout<Pass::kBackward, T>(layout, [&](auto vec, auto iters) {
+      constexpr int kVec = decltype(vec)::value;
+      constexpr int kIters = decltype(iters)::value;
+      if constexpr (kIters == 0) {
+        BackwardStreamKernel<T, kVec><<<a.total_chunks, kMaxThreads, 0, stream>>>(a, chunk_rows);
+      } else {
+        // dw / db accumulators: [2][rows_per_cta][hidden] fp32.
+        const size_t acc_bytes =
+            partials ? 2 * sizeof(float) * layout.rows_per_cta * a.hidden : 0;
+        auto* kernel = &BackwardKernel<T, kVec, kIters>;
+        if (acc_bytes > 48 * 1024) {
+          const cudaError_t err = cudaFuncSetAttribute(
+              kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(acc_bytes));
+          if (err != cudaSuccess) return err;
+        }
+        kernel<<<a.total_chunks, layout.threads(), acc_bytes, stream>>>(
+            a, layout.tpr, layout.rows_per_cta, chunk_rows);
+      }
+      return cudaGetLastError();
+    });
+    if (err != cudaSuccess) return err;
+  }
+  if (partials) {
+    const dim3 grid(static_cast<unsigned>((a.hidden + 31) / 32), a.num_segments, 2);
+    ReducePartialsKernel<T><<<grid, dim3(32, 8), 0, stream>>>(a, a.total_chunks);
+    return cudaGetLastError();
+  }
+  return cudaSuccess;
+}
+
+}  // namespace normserve::kernels::cuda
+
+#endif  // NORMSERVE_KERNELS_CUDA_BACKWARD_LAUNCH_CUH_

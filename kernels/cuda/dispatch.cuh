@@ -1,0 +1,60 @@
+// The one table from a RowLayout (see row_layout.h) to kernel template
+// instances, for forward and backward alike:
+//   vec   in {16 / sizeof(T), 1}
+//   iters in {1, 2, 4, 8} with vec * iters <= MaxElemsPerThread(pass, sizeof(T)),
+//         or 0 for the streaming kernel.
+// `launch` is called as launch(std::integral_constant<int, VEC>{},
+// std::integral_constant<int, ITERS>{}) and returns a cudaError_t.
+#ifndef NORMSERVE_KERNELS_CUDA_DISPATCH_CUH_
+#define NORMSERVE_KERNELS_CUDA_DISPATCH_CUH_
+
+#include <cuda_runtime_api.h>
+
+#include <type_traits>
+
+#include "row_layout.h"
+
+namespace normserve::kernels::cuda {
+
+template <int N>
+using IntConst = std::integral_constant<int, N>;
+
+template <Pass kPass, typename T, int VEC, int ITERS, typename Launch>
+cudaError_t LaunchInstance(Launch& launch) {
+  if constexpr (ITERS == 0 ||
+                VEC * ITERS <= MaxElemsPerThread(kPass, static_cast<int>(sizeof(T)))) {
+    return launch(IntConst<VEC>{}, IntConst<ITERS>{});
+  } else {
+    return cudaErrorInvalidConfiguration;  // ChooseRowLayout never picks it
+  }
+}
+
+template <Pass kPass, typename T, int VEC, typename Launch>
+cudaError_t DispatchIters(int iters, Launch& launch) {
+  switch (iters) {
+    case 0:
+      return LaunchInstance<kPass, T, VEC, 0>(launch);
+    case 1:
+      return LaunchInstance<kPass, T, VEC, 1>(launch);
+    case 2:
+      return LaunchInstance<kPass, T, VEC, 2>(launch);
+    case 4:
+      return LaunchInstance<kPass, T, VEC, 4>(launch);
+    case 8:
+      return LaunchInstance<kPass, T, VEC, 8>(launch);
+    default:
+      return cudaErrorInvalidConfiguration;
+  }
+}
+
+template <Pass kPass, typename T, typename Launch>
+cudaError_t DispatchRowLayout(const RowLayout& layout, Launch&& launch) {
+  constexpr int kWide = static_cast<int>(16 / sizeof(T));
+  if (layout.vec == kWide) return DispatchIters<kPass, T, kWide>(layout.iters, launch);
+  if (layout.vec == 1) return DispatchIters<kPass, T, 1>(layout.iters, launch);
+  return cudaErrorInvalidConfiguration;
+}
+
+}  // namespace normserve::kernels::cuda
+
+#endif  // NORMSERVE_KERNELS_CUDA_DISPATCH_CUH_

@@ -1,0 +1,199 @@
+// Forward kernels (seed 004 with seed 003's partial statistic), per row:
+//   p = x + y;  q = p - mean(p) (LayerNorm) or p (RMSNorm)
+//   rstd = 1 / sqrt(sum_{i<k} q_i^2 / k + eps)
+//   o = (q * rstd * scale) * w + b          scale = c / sqrt(d)
+// y, w and b default to 0, 1 and 0; p is always formed as x + y (adding a
+// zero when y is absent), so a row's bits do not depend on whether its
+// neighbours in the batch carried a residual.
+#ifndef NORMSERVE_KERNELS_CUDA_FORWARD_KERNELS_CUH_
+#define NORMSERVE_KERNELS_CUDA_FORWARD_KERNELS_CUH_
+
+#include "launch.h"
+#include "row_layout.h"
+#include "row_ops.cuh"
+
+namespace normserve::kernels::cuda {
+
+// Row statistics from the fp32 row held in registers.
+template <int VEC, int ITERS>
+__device__ __forceinline__ void RowStats(const float (&p)[ITERS][VEC], int tpr, int t, int d,
+                                         const NormScalars& norm, float* scratch, float& mean,
+                                         float& rstd) {
+  mean = 0.0f;
+  if (norm.center) {
+    float sum[1] = {0.0f};
+#pragma unroll
+    for (int it = 0; it < ITERS; ++it) {
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) sum[0] += p[it][i];  // padding holds zeros
+    }
+    GroupSum(sum, tpr, scratch);
+    mean = sum[0] / static_cast<float>(d);
+  }
+  const int k = static_cast<int>(norm.stat_len);
+  float sum_sq[1] = {0.0f};
+#pragma unroll
+  for (int it = 0; it < ITERS; ++it) {
+    const int col = (it * tpr + t) * VEC;
+    if (col + VEC <= k) {  // the whole vector is inside the statistic
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) {
+        const float q = p[it][i] - mean;
+        sum_sq[0] += q * q;
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) {
+        const float q = p[it][i] - mean;
+        sum_sq[0] += col + i < k ? q * q : 0.0f;
+      }
+    }
+  }
+  GroupSum(sum_sq, tpr, scratch);
+  rstd = 1.0f / sqrtf(sum_sq[0] / static_cast<float>(k) + norm.eps);
+}
+
+// One row per group of tpr threads, held in registers: read once, written once.
+template <typename T, int VEC, int ITERS>
+__global__ void __launch_bounds__(kMaxThreads)
+    ForwardKernel(const ForwardArgs a, const int tpr, const int rows_per_cta) {
+  __shared__ float scratch[kMaxWarps];
+  const int group = threadIdx.x / tpr;
+  const int t = threadIdx.x - group * tpr;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * rows_per_cta + group;
+  const bool live = row < a.rows;
+  const int d = static_cast<int>(a.hidden);
+  const int64_t base = row * a.hidden;
+  const T* x = static_cast<const T*>(a.x) + base;
+  const T* y = static_cast<const T*>(a.y) + base;
+  const bool residual_f32 = a.residual_dtype == DType::kF32;
+
+  float p[ITERS][VEC];
+#pragma unroll
+  for (int it = 0; it < ITERS; ++it) {
+    const int col = (it * tpr + t) * VEC;
+    float yv[VEC] = {};
+    if (live && col < d) {
+      LoadFloats(x + col, p[it]);
+      if (a.y != nullptr) LoadFloats(y + col, yv);
+    } else {
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) p[it][i] = 0.0f;
+    }
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) p[it][i] += yv[i];
+  }
+
+  float mean, rstd;
+  RowStats(p, tpr, t, d, a.norm, scratch, mean, rstd);
+  const float mul = rstd * a.norm.scale;
+
+#pragma unroll
+  for (int it = 0; it < ITERS; ++it) {
+    const int col = (it * tpr + t) * VEC;
+    if (!live || col >= d) continue;
+    float w[VEC], b[VEC], o[VEC];
+    if (a.weight != nullptr) {
+      LoadFloats(static_cast<const T*>(a.weight) + col, w);
+    } else {
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) w[i] = 1.0f;
+    }
+    if (a.bias != nullptr) {
+      LoadFloats(static_cast<const T*>(a.bias) + col, b);
+    } else {
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) b[i] = 0.0f;
+    }
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) o[i] = (p[it][i] - mean) * mul * w[i] + b[i];
+    StoreFloats(static_cast<T*>(a.out) + base + col, o);
+    if (a.residual_out != nullptr) {
+      StoreFloatsEither<T>(a.residual_out, base + col, residual_f32, p[it]);
+    }
+  }
+  if (live && t == 0) {
+    if (a.mean != nullptr) a.mean[row] = mean;
+    if (a.rstd != nullptr) a.rstd[row] = rstd;
+  }
+}
+
+// Rows too long for registers: one block per row, three passes over it
+// (sum, sum of squares, output); the row stays in L2 between passes.
+template <typename T, int VEC>
+__global__ void __launch_bounds__(kMaxThreads) ForwardStreamKernel(const ForwardArgs a) {
+  __shared__ float scratch[kMaxWarps];
+  const int tpr = blockDim.x;
+  const int t = threadIdx.x;
+  const int64_t row = blockIdx.x;
+  const int d = static_cast<int>(a.hidden);
+  const int k = static_cast<int>(a.norm.stat_len);
+  const int64_t base = row * a.hidden;
+  const T* x = static_cast<const T*>(a.x) + base;
+  const T* y = static_cast<const T*>(a.y) + base;
+  const bool residual_f32 = a.residual_dtype == DType::kF32;
+  auto load_p = [&](int col, float (&p)[VEC]) {
+    float yv[VEC] = {};
+    LoadFloats(x + col, p);
+    if (a.y != nullptr) LoadFloats(y + col, yv);
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) p[i] += yv[i];
+  };
+
+  float mean = 0.0f;
+  if (a.norm.center) {
+    float sum[1] = {0.0f};
+    for (int col = t * VEC; col < d; col += tpr * VEC) {
+      float p[VEC];
+      load_p(col, p);
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) sum[0] += p[i];
+    }
+    GroupSum(sum, tpr, scratch);
+    mean = sum[0] / static_cast<float>(d);
+  }
+  float sum_sq[1] = {0.0f};
+  for (int col = t * VEC; col < k; col += tpr * VEC) {
+    float p[VEC];
+    load_p(col, p);
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) {
+      const float q = p[i] - mean;
+      sum_sq[0] += col + i < k ? q * q : 0.0f;
+    }
+  }
+  GroupSum(sum_sq, tpr, scratch);
+  const float rstd = 1.0f / sqrtf(sum_sq[0] / static_cast<float>(k) + a.norm.eps);
+  const float mul = rstd * a.norm.scale;
+
+  for (int col = t * VEC; col < d; col += tpr * VEC) {
+    float p[VEC], w[VEC], b[VEC], o[VEC];
+    load_p(col, p);
+    if (a.weight != nullptr) {
+      LoadFloats(static_cast<const T*>(a.weight) + col, w);
+    } else {
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) w[i] = 1.0f;
+    }
+    if (a.bias != nullptr) {
+      LoadFloats(static_cast<const T*>(a.bias) + col, b);
+    } else {
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) b[i] = 0.0f;
+    }
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) o[i] = (p[i] - mean) * mul * w[i] + b[i];
+    StoreFloats(static_cast<T*>(a.out) + base + col, o);
+    if (a.residual_out != nullptr) {
+      StoreFloatsEither<T>(a.residual_out, base + col, residual_f32, p);
+    }
+  }
+  if (t == 0) {
+    if (a.mean != nullptr) a.mean[row] = mean;
+    if (a.rstd != nullptr) a.rstd[row] = rstd;
+  }
+}
+
+}  // namespace normserve::kernels::cuda
+
+#endif  // NORMSERVE_KERNELS_CUDA_FORWARD_KERNELS_CUH_

@@ -1,0 +1,103 @@
+// Host half of launch.h: scalars from the config, alignment, the backward
+// chunk plan, and the dtype switch onto the per-dtype launchers.
+#include "launch.h"
+
+#include <atomic>
+#include <cstdint>
+
+#include "row_layout.h"
+#include "typed_launch.h"
+
+namespace normserve::kernels::cuda {
+
+NormScalars MakeNormScalars(const NormConfig& config, int64_t hidden) {
+  NormScalars scalars;
+  scalars.center = config.center;
+  scalars.eps = config.eps;
+  scalars.scale = OutputScale(config, hidden);
+  scalars.stat_len = StatisticLength(config, hidden);
+  return scalars;
+}
+
+bool VectorAligned(DType dtype, int64_t hidden, std::initializer_list<const void*> pointers) {
+  if (hidden * static_cast<int64_t>(DTypeSize(dtype)) % 16 != 0) return false;
+  for (const void* pointer : pointers) {
+    if (reinterpret_cast<uintptr_t>(pointer) % 16 != 0) return false;
+  }
+  return true;
+}
+
+int MaxChunksPerSegment() {
+  // Cached per device: the attribute query is cheap, but not free per launch.
+  constexpr int kMaxDevices = 64;
+  static std::atomic<int> cached[kMaxDevices];
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= kMaxDevices) return 264;
+  int chunks = cached[device].load(std::memory_order_relaxed);
+  if (chunks == 0) {
+    int sms = 0;
+    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+        sms < 1) {
+      sms = 132;
+    }
+    chunks = 2 * sms;
+    cached[device].store(chunks, std::memory_order_relaxed);
+  }
+  return chunks;
+}
+
+int PlanBackward(DType dtype, int64_t hidden, bool aligned, SegmentPlan* segments,
+                 int num_segments) {
+  const RowLayout layout = ChooseRowLayout(Pass::kBackward, dtype, hidden, aligned);
+  const int max_chunks = MaxChunksPerSegment();
+  int64_t row = 0;
+  int chunk = 0;
+  for (int i = 0; i < num_segments; ++i) {
+    SegmentPlan& s = segments[i];
+    const int chunks = BackwardChunks(s.rows, layout, max_chunks);
+    s.row_begin = row;
+    s.chunk_begin = chunk;
+    s.chunk_rows = static_cast<int32_t>(BackwardChunkRows(s.rows, chunks));
+    row += s.rows;
+    chunk += chunks;
+  }
+  return chunk;
+}
+
+size_t BackwardWorkspaceBytes(int64_t hidden, int total_chunks) {
+  // dw partials, then db partials: [2][total_chunks][hidden] fp32.
+  return 2 * sizeof(float) * static_cast<size_t>(total_chunks) * static_cast<size_t>(hidden);
+}
+
+cudaError_t LaunchForward(const ForwardArgs& args, cudaStream_t stream) {
+  if (args.rows < 0 || args.hidden < 1 || args.x == nullptr || args.out == nullptr) {
+    return cudaErrorInvalidValue;
+  }
+  switch (args.dtype) {
+    case DType::kF32:
+      return LaunchForwardF32(args, stream);
+    case DType::kF16:
+      return LaunchForwardF16(args, stream);
+    case DType::kBF16:
+      return LaunchForwardBF16(args, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t LaunchBackward(const BackwardArgs& args, cudaStream_t stream) {
+  if (args.rows < 0 || args.hidden < 1 || args.x == nullptr || args.grad_out == nullptr ||
+      args.grad_in == nullptr) {
+    return cudaErrorInvalidValue;
+  }
+  switch (args.dtype) {
+    case DType::kF32:
+      return LaunchBackwardF32(args, stream);
+    case DType::kF16:
+      return LaunchBackwardF16(args, stream);
+    case DType::kBF16:
+      return LaunchBackwardBF16(args, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace normserve::kernels::cuda

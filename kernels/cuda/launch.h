@@ -1,0 +1,121 @@
+// The CUDA kernels' device-pointer entry points: what the CUDA backend, the GPU
+// benchmarks and the GPU tests call.
+//
+// Every pointer here is a device pointer; tensors are row-major [rows, hidden]
+// in the args' dtype unless a field says otherwise. A launch only enqueues work
+// on `stream`; the return value reports launch errors (bad configuration), not
+// the kernel's completion.
+//
+//   ForwardArgs args;
+//   SetNormConfig(config, hidden, args);
+//   args.dtype = DType::kBF16; args.rows = m; args.hidden = n;
+//   args.x = d_x; args.out = d_out; args.weight = d_w;
+//   cudaError_t err = LaunchForward(args, stream);
+//
+// Launch configuration (vector width, threads per row, rows per block, register
+// or streaming kernel) depends on dtype, hidden and pointer alignment only, never
+// on the row count, so a row's outputs are bitwise the same whether it is
+// computed alone or in a batch of any size (given equally aligned buffers).
+#ifndef NORMSERVE_KERNELS_CUDA_LAUNCH_H_
+#define NORMSERVE_KERNELS_CUDA_LAUNCH_H_
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+
+#include "normserve/kernels/dtype.h"
+#include "normserve/kernels/norm_config.h"
+
+namespace normserve::kernels::cuda {
+
+// The normalization's scalars, taken from a NormConfig (see norm_config.h).
+struct NormScalars {
+  bool center = false;     // LayerNorm when true
+  float eps = 1e-5f;       // added to the mean square under the root
+  float scale = 1.0f;      // c / sqrt(hidden)
+  int64_t stat_len = 1;    // k = ceil(hidden * partial), in [1, hidden]
+};
+NormScalars MakeNormScalars(const NormConfig& config, int64_t hidden);
+
+struct ForwardArgs {
+  DType dtype = DType::kF32;           // x, y, out, weight, bias
+  DType residual_dtype = DType::kF32;  // residual_out: dtype or kF32
+  int64_t rows = 0;
+  int64_t hidden = 0;  // 1 .. 65536 (larger works, on the streaming kernel)
+  NormScalars norm;
+  const void* x = nullptr;        // required
+  const void* y = nullptr;        // residual branch; optional (= 0)
+  const void* weight = nullptr;   // [hidden]; optional (= 1)
+  const void* bias = nullptr;     // [hidden]; optional (= 0)
+  void* out = nullptr;            // required
+  void* residual_out = nullptr;   // p = x + y in residual_dtype; optional
+  float* mean = nullptr;          // [rows]; optional (0 for RMSNorm)
+  float* rstd = nullptr;          // [rows]; optional
+};
+
+cudaError_t LaunchForward(const ForwardArgs& args, cudaStream_t stream);
+
+// Backward reduces grad_weight / grad_bias per segment, deterministically, in
+// two launches: each block sums its chunk of rows (a chunk never crosses a
+// segment boundary) into an fp32 partial in the workspace, then a column
+// reduction adds a segment's partials in chunk order. A segment's chunking
+// depends on its row count, hidden and dtype only.
+//
+// One descriptor per segment, in row order; PlanBackward fills them.
+struct SegmentPlan {
+  int64_t row_begin = 0;    // first row of the segment in the batch
+  int64_t rows = 0;
+  int32_t chunk_begin = 0;  // first chunk (block) of the segment
+  int32_t chunk_rows = 0;   // rows per chunk (the last may have fewer)
+  int32_t has_stats = 0;    // 1: use saved mean / rstd for these rows
+  int32_t pad = 0;
+};
+
+struct BackwardArgs {
+  DType dtype = DType::kF32;           // x, y, grad_out, grad_in, weight
+  DType residual_dtype = DType::kF32;  // grad_residual_out: dtype or kF32
+  int64_t rows = 0;
+  int64_t hidden = 0;
+  NormScalars norm;
+  const void* x = nullptr;                  // required
+  const void* y = nullptr;                  // optional (= 0)
+  const void* grad_out = nullptr;           // required
+  const void* grad_residual_out = nullptr;  // optional (= 0)
+  const float* mean = nullptr;              // saved statistics, [rows]; optional
+  const float* rstd = nullptr;              //   (used for segments with has_stats)
+  const void* weight = nullptr;             // [hidden]; optional (= 1)
+  void* grad_in = nullptr;                  // required
+  float* grad_weight = nullptr;             // fp32 [num_segments, hidden]; optional
+  float* grad_bias = nullptr;               // fp32 [num_segments, hidden]; optional
+  // Segment descriptors in device memory, from PlanBackward. nullptr means one
+  // segment of all rows, using the saved statistics when mean/rstd are set.
+  const SegmentPlan* segments = nullptr;
+  int num_segments = 1;
+  int total_chunks = 0;       // from PlanBackward (computed when segments is nullptr)
+  // fp32 scratch of BackwardWorkspaceBytes(); required when grad_weight or
+  // grad_bias is set.
+  void* workspace = nullptr;
+};
+
+// Fills segments[i].row_begin / chunk_begin / chunk_rows for the given row
+// counts (segments[i].rows and has_stats set by the caller); returns the total
+// number of chunks. Same dtype, hidden and alignment as the launch; call it
+// with the launch's device current (a segment gets at most 2 chunks per SM).
+int PlanBackward(DType dtype, int64_t hidden, bool aligned, SegmentPlan* segments,
+                 int num_segments);
+// Most chunks one segment is cut into on the current device: 2 per SM.
+int MaxChunksPerSegment();
+// Bytes of workspace a backward launch with total_chunks chunks needs.
+size_t BackwardWorkspaceBytes(int64_t hidden, int total_chunks);
+
+cudaError_t LaunchBackward(const BackwardArgs& args, cudaStream_t stream);
+
+// Whether every pointer is 16-byte aligned and rows start on 16-byte
+// boundaries, i.e. whether the vector kernels apply.
+bool VectorAligned(DType dtype, int64_t hidden, std::initializer_list<const void*> pointers);
+
+}  // namespace normserve::kernels::cuda
+
+#endif  // NORMSERVE_KERNELS_CUDA_LAUNCH_H_

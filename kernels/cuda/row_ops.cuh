@@ -1,0 +1,113 @@
+// Device building blocks of the norm kernels: storage <-> fp32 conversion,
+// vector loads and stores, and the row group's sum.
+#ifndef NORMSERVE_KERNELS_CUDA_ROW_OPS_CUH_
+#define NORMSERVE_KERNELS_CUDA_ROW_OPS_CUH_
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+namespace normserve::kernels::cuda {
+
+__device__ __forceinline__ float ToFloat(float v) { return v; }
+__device__ __forceinline__ float ToFloat(__half v) { return __half2float(v); }
+__device__ __forceinline__ float ToFloat(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+template <typename T>
+__device__ __forceinline__ T FromFloat(float v);
+template <>
+__device__ __forceinline__ float FromFloat<float>(float v) {
+  return v;
+}
+template <>
+__device__ __forceinline__ __half FromFloat<__half>(float v) {
+  return __float2half_rn(v);
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 FromFloat<__nv_bfloat16>(float v) {
+  return __float2bfloat16_rn(v);
+}
+
+// N elements accessed together; aligned to at most 16 bytes (the widest
+// access of sm_90), so an fp32 vector of 8 is two 16-byte accesses.
+template <typename T, int N>
+struct alignas(sizeof(T) * N < 16 ? sizeof(T) * N : 16) Vec {
+  T v[N];
+};
+
+template <typename T, int N>
+__device__ __forceinline__ void LoadFloats(const T* src, float (&dst)[N]) {
+  const Vec<T, N> raw = *reinterpret_cast<const Vec<T, N>*>(src);
+#pragma unroll
+  for (int i = 0; i < N; ++i) dst[i] = ToFloat(raw.v[i]);
+}
+
+template <typename T, int N>
+__device__ __forceinline__ void StoreFloats(T* dst, const float (&src)[N]) {
+  Vec<T, N> raw;
+#pragma unroll
+  for (int i = 0; i < N; ++i) raw.v[i] = FromFloat<T>(src[i]);
+  *reinterpret_cast<Vec<T, N>*>(dst) = raw;
+}
+
+// Loads N values stored as T, or as fp32 when `as_f32` (residual tensors).
+template <typename T, int N>
+__device__ __forceinline__ void LoadFloatsEither(const void* base, int64_t index, bool as_f32,
+                                                 float (&dst)[N]) {
+  if (as_f32) {
+    LoadFloats(static_cast<const float*>(base) + index, dst);
+  } else {
+    LoadFloats(static_cast<const T*>(base) + index, dst);
+  }
+}
+
+template <typename T, int N>
+__device__ __forceinline__ void StoreFloatsEither(void* base, int64_t index, bool as_f32,
+                                                  const float (&src)[N]) {
+  if (as_f32) {
+    StoreFloats(static_cast<float*>(base) + index, src);
+  } else {
+    StoreFloats(static_cast<T*>(base) + index, src);
+  }
+}
+
+// Largest block the kernels launch, in warps: sizes the reduction scratch.
+inline constexpr int kMaxWarps = 16;
+
+// Sums each of v[0..N) over the `tpr` threads of the caller's row group
+// (threads [g * tpr, (g + 1) * tpr) of the block); every thread of the group
+// gets the same bits. The order of additions depends on tpr alone. Every
+// thread of the block must call it (it synchronizes the block when tpr > 32);
+// `scratch` holds kMaxWarps * N floats.
+template <int N>
+__device__ __forceinline__ void GroupSum(float (&v)[N], int tpr, float* scratch) {
+  const int width = tpr < 32 ? tpr : 32;
+  // A butterfly: lane i and its partner add the same two partials, so all
+  // lanes end with identical sums.
+  for (int offset = width / 2; offset > 0; offset /= 2) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) v[i] += __shfl_xor_sync(0xffffffffu, v[i], offset);
+  }
+  if (tpr > 32) {
+    const int warp = threadIdx.x / 32;
+    const int warps_per_group = tpr / 32;
+    const int first = warp / warps_per_group * warps_per_group;
+    __syncthreads();  // the previous call's readers are done with scratch
+    if (threadIdx.x % 32 == 0) {
+#pragma unroll
+      for (int i = 0; i < N; ++i) scratch[warp * N + i] = v[i];
+    }
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      float sum = 0.0f;
+      for (int w = 0; w < warps_per_group; ++w) sum += scratch[(first + w) * N + i];
+      v[i] = sum;
+    }
+  }
+}
+
+}  // namespace normserve::kernels::cuda
+
+#endif  // NORMSERVE_KERNELS_CUDA_ROW_OPS_CUH_

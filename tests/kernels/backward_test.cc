@@ -1,0 +1,114 @@
+// Backward of every backend against the float64 reference: every dtype x
+// hidden size, LayerNorm and RMSNorm, with saved statistics and recomputed
+// ones, residual and incoming residual gradient (batch dtype and fp32),
+// partial statistics, custom c, grad_weight and grad_bias.
+#include <gtest/gtest.h>
+
+#include "norm_case.h"
+#include "suite_params.h"
+
+namespace normserve::kernels_test {
+namespace {
+
+using kernels::DType;
+
+class BackwardTest : public BackendTest<DType, int64_t> {
+ protected:
+  NormCase Base() const {
+    NormCase c;
+    c.dtype = std::get<1>(GetParam());
+    c.hidden = std::get<2>(GetParam());
+    c.segment_rows = SegmentRowsFor(c.hidden);
+    return c;
+  }
+};
+
+TEST_P(BackwardTest, RmsNormWithSavedStatsMatchesReference) {
+  NormCase c = Base();
+  c.weight = true;
+  c.saved_stats = true;
+  c.grad_weight = true;
+  ExpectBackwardMatchesReference(backend(), c, 11);
+}
+
+TEST_P(BackwardTest, LayerNormWithSavedStatsMatchesReference) {
+  NormCase c = Base();
+  c.config.center = true;
+  c.weight = true;
+  c.saved_stats = true;
+  c.grad_weight = true;
+  c.grad_bias = true;
+  ExpectBackwardMatchesReference(backend(), c, 12);
+}
+
+TEST_P(BackwardTest, RecomputedStatsMatchReference) {
+  for (bool center : {false, true}) {
+    NormCase c = Base();
+    c.config.center = center;
+    c.weight = center;
+    c.grad_weight = true;
+    c.grad_bias = true;
+    ExpectBackwardMatchesReference(backend(), c, 13);
+  }
+}
+
+TEST_P(BackwardTest, FusedResidualWithGradResidualOutInBatchDtypeMatchesReference) {
+  for (bool center : {false, true}) {
+    NormCase c = Base();
+    c.config.center = center;
+    c.weight = true;
+    c.residual = true;
+    c.grad_residual_out = true;
+    c.residual_dtype = c.dtype;
+    c.saved_stats = center;
+    c.grad_weight = true;
+    ExpectBackwardMatchesReference(backend(), c, 14);
+  }
+}
+
+TEST_P(BackwardTest, FusedResidualWithGradResidualOutInFp32MatchesReference) {
+  for (bool center : {false, true}) {
+    NormCase c = Base();
+    c.config.center = center;
+    c.weight = true;
+    c.residual = true;
+    c.grad_residual_out = true;
+    c.residual_dtype = DType::kF32;
+    c.saved_stats = !center;
+    c.grad_weight = true;
+    c.grad_bias = true;
+    ExpectBackwardMatchesReference(backend(), c, 15);
+  }
+}
+
+TEST_P(BackwardTest, PartialStatisticWithCustomCMatchesReference) {
+  for (double partial : {0.25, 0.0625}) {
+    for (bool center : {false, true}) {
+      NormCase c = Base();
+      c.config.center = center;
+      c.config.partial = partial;
+      c.config.c = 2.5f;
+      c.config.eps = 1e-3f;
+      c.weight = true;
+      c.saved_stats = center;
+      c.grad_weight = true;
+      c.grad_bias = true;
+      ExpectBackwardMatchesReference(backend(), c, 16);
+    }
+  }
+}
+
+TEST_P(BackwardTest, GradInputOnlyMatchesReference) {
+  NormCase c = Base();
+  c.config.center = true;
+  c.weight = true;
+  ExpectBackwardMatchesReference(backend(), c, 17);
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, BackwardTest,
+                         ::testing::Combine(::testing::ValuesIn(BackendNames()), AllDTypes(),
+                                            ::testing::ValuesIn(kHiddenSizes)),
+                         SuiteParamName);
+
+}  // namespace
+}  // namespace normserve::kernels_test

@@ -1,0 +1,283 @@
+// Bitwise guarantees of backend.h, on every backend:
+//  - a row's forward outputs and backward dx are the same bits whether the row
+//    is computed alone or inside batches of several segments;
+//  - a segment's grad_weight / grad_bias are the same bits alone or batched,
+//    and run to run;
+//  - misaligned buffers (offset by one element) give correct results, bitwise
+//    those of aligned buffers;
+//  - concurrent Forward calls on one backend give the sequential results.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <memory>
+#include <thread>
+
+#include "norm_case.h"
+#include "relative_error.h"
+#include "suite_params.h"
+
+namespace normserve::kernels_test {
+namespace {
+
+using kernels::BackwardBatch;
+using kernels::BackwardSegment;
+using kernels::DType;
+using kernels::ForwardBatch;
+using kernels::ForwardSegment;
+
+bool SameBytes(const void* a, const void* b, size_t bytes) { return std::memcmp(a, b, bytes) == 0; }
+
+const uint8_t* Bytes(const void* p) { return static_cast<const uint8_t*>(p); }
+
+class DeterminismTest : public BackendTest<DType, int64_t> {
+ protected:
+  DType dtype() const { return std::get<1>(GetParam()); }
+  int64_t hidden() const { return std::get<2>(GetParam()); }
+
+  // A forward case: LayerNorm with weight, bias, residual, fp32 residual_out
+  // and statistics; segment 1 is the one under test.
+  NormCase ForwardCase(std::vector<int64_t> segment_rows) const {
+    NormCase c;
+    c.dtype = dtype();
+    c.hidden = hidden();
+    c.segment_rows = std::move(segment_rows);
+    c.config.center = true;
+    c.config.partial = 0.25;
+    c.weight = c.bias = c.residual = c.residual_out = c.stats_out = true;
+    c.residual_dtype = DType::kF32;
+    return c;
+  }
+
+  NormCase BackwardCase(std::vector<int64_t> segment_rows) const {
+    NormCase c;
+    c.dtype = dtype();
+    c.hidden = hidden();
+    c.segment_rows = std::move(segment_rows);
+    c.weight = c.residual = c.grad_residual_out = c.grad_weight = c.grad_bias = true;
+    c.residual_dtype = dtype();
+    return c;
+  }
+
+  // Rows of the big neighbour segment: enough for the multi-threaded path.
+  int64_t BigRows() const { return std::max<int64_t>(3, 300000 / hidden()); }
+};
+
+TEST_P(DeterminismTest, RowsAreBitwiseIdenticalAloneOrBatched) {
+  const int64_t d = hidden();
+  const int64_t rows = 40;
+  std::mt19937_64 rng(31);
+  // Batched: [big neighbour, segment under test, small neighbour].
+  NormCase batched = ForwardCase({BigRows(), rows, 3});
+  ForwardData data = MakeForwardData(batched, rng);
+  ASSERT_TRUE(backend().Forward(data.Batch(batched)).ok());
+  const ForwardSegmentData& s = data.segments[1];
+  const size_t e = kernels::DTypeSize(dtype());
+
+  for (int64_t row : {int64_t{0}, int64_t{17}, rows - 1}) {
+    SCOPED_TRACE(::testing::Message() << "row " << row);
+    // The same row alone: a one-row segment pointing into the same inputs.
+    HostTensor out = HostTensor::Poisoned(dtype(), d);
+    HostTensor residual_out = HostTensor::Poisoned(DType::kF32, d);
+    float mean = NAN;
+    float rstd = NAN;
+    ForwardBatch alone = data.Batch(batched);
+    ForwardSegment segment = alone.segments[1];
+    segment.rows = 1;
+    segment.x = Bytes(s.x.data()) + row * d * e;
+    segment.y = Bytes(s.y.data()) + row * d * e;
+    segment.out = out.data();
+    segment.residual_out = residual_out.data();
+    segment.mean = &mean;
+    segment.rstd = &rstd;
+    alone.segments = {segment};
+    ASSERT_TRUE(backend().Forward(alone).ok());
+    EXPECT_TRUE(SameBytes(out.data(), Bytes(s.out.data()) + row * d * e, d * e)) << "out";
+    EXPECT_TRUE(SameBytes(residual_out.data(), Bytes(s.residual_out.data()) + row * d * 4, d * 4))
+        << "residual_out";
+    EXPECT_TRUE(SameBytes(&mean, static_cast<const float*>(s.mean.data()) + row, 4)) << "mean";
+    EXPECT_TRUE(SameBytes(&rstd, static_cast<const float*>(s.rstd.data()) + row, 4)) << "rstd";
+  }
+}
+
+TEST_P(DeterminismTest, BackwardRowsAndGradWeightAreBitwiseIdenticalAloneOrBatched) {
+  const int64_t d = hidden();
+  const int64_t rows = 70;  // three gradient chunks, the last one partial
+  std::mt19937_64 rng(32);
+  NormCase batched = BackwardCase({BigRows(), rows, 5});
+  BackwardData data = MakeBackwardData(batched, rng);
+  ASSERT_TRUE(backend().Backward(data.Batch(batched)).ok());
+  const BackwardSegmentData& s = data.segments[1];
+  const size_t e = kernels::DTypeSize(dtype());
+
+  // The segment alone: same inputs, fresh outputs.
+  HostTensor grad_in = HostTensor::Poisoned(dtype(), rows * d);
+  HostTensor grad_weight = HostTensor::Poisoned(DType::kF32, d);
+  HostTensor grad_bias = HostTensor::Poisoned(DType::kF32, d);
+  BackwardBatch alone = data.Batch(batched);
+  BackwardSegment segment = alone.segments[1];
+  segment.grad_in = grad_in.data();
+  segment.grad_weight = static_cast<float*>(grad_weight.data());
+  segment.grad_bias = static_cast<float*>(grad_bias.data());
+  alone.segments = {segment};
+  ASSERT_TRUE(backend().Backward(alone).ok());
+  EXPECT_TRUE(SameBytes(grad_in.data(), s.grad_in.data(), grad_in.bytes())) << "grad_in";
+  EXPECT_TRUE(SameBytes(grad_weight.data(), s.grad_weight.data(), d * 4)) << "grad_weight";
+  EXPECT_TRUE(SameBytes(grad_bias.data(), s.grad_bias.data(), d * 4)) << "grad_bias";
+
+  // One row alone (no weight gradients): dx is the batched row's.
+  for (int64_t row : {int64_t{0}, int64_t{33}, rows - 1}) {
+    SCOPED_TRACE(::testing::Message() << "row " << row);
+    HostTensor row_grad_in = HostTensor::Poisoned(dtype(), d);
+    BackwardSegment one = segment;
+    one.rows = 1;
+    one.x = Bytes(s.x.data()) + row * d * e;
+    one.y = Bytes(s.y.data()) + row * d * e;
+    one.grad_out = Bytes(s.grad_out.data()) + row * d * e;
+    one.grad_residual_out = Bytes(s.grad_residual_out.data()) + row * d * e;
+    one.grad_in = row_grad_in.data();
+    one.grad_weight = nullptr;
+    one.grad_bias = nullptr;
+    BackwardBatch batch = alone;
+    batch.segments = {one};
+    ASSERT_TRUE(backend().Backward(batch).ok());
+    EXPECT_TRUE(SameBytes(row_grad_in.data(), Bytes(s.grad_in.data()) + row * d * e, d * e));
+  }
+}
+
+TEST_P(DeterminismTest, GradWeightIsDeterministic) {
+  std::mt19937_64 rng(33);
+  NormCase c = BackwardCase({BigRows(), 37});
+  c.config.center = true;
+  BackwardData data = MakeBackwardData(c, rng);
+  ASSERT_TRUE(backend().Backward(data.Batch(c)).ok());
+  std::vector<HostTensor> first;
+  for (const BackwardSegmentData& s : data.segments) {
+    first.push_back(s.grad_weight);
+    first.push_back(s.grad_bias);
+  }
+  for (int run = 0; run < 3; ++run) {
+    for (BackwardSegmentData& s : data.segments) {
+      s.grad_weight = HostTensor::Poisoned(DType::kF32, hidden());
+      s.grad_bias = HostTensor::Poisoned(DType::kF32, hidden());
+    }
+    ASSERT_TRUE(backend().Backward(data.Batch(c)).ok());
+    for (size_t i = 0; i < data.segments.size(); ++i) {
+      EXPECT_TRUE(SameBytes(first[2 * i].data(), data.segments[i].grad_weight.data(),
+                            first[2 * i].bytes()));
+      EXPECT_TRUE(SameBytes(first[2 * i + 1].data(), data.segments[i].grad_bias.data(),
+                            first[2 * i + 1].bytes()));
+    }
+  }
+}
+
+TEST_P(DeterminismTest, UnalignedPointers) {
+  std::mt19937_64 rng(34);
+  {
+    NormCase c = ForwardCase({5, 3});
+    c.residual_dtype = dtype();
+    ForwardData aligned = MakeForwardData(c, rng);
+    ForwardData unaligned = aligned;
+    unaligned.weight = aligned.weight.Offset(1);
+    unaligned.bias = aligned.bias.Offset(1);
+    for (ForwardSegmentData& s : unaligned.segments) {
+      for (HostTensor* t : {&s.x, &s.y, &s.out, &s.residual_out, &s.mean, &s.rstd}) {
+        *t = t->Offset(1);
+      }
+    }
+    ASSERT_TRUE(backend().Forward(aligned.Batch(c)).ok());
+    ASSERT_TRUE(backend().Forward(unaligned.Batch(c)).ok());
+    for (size_t i = 0; i < c.segment_rows.size(); ++i) {
+      const ForwardSegmentData& a = aligned.segments[i];
+      const ForwardSegmentData& u = unaligned.segments[i];
+      const reference::ForwardOutputs ref = ReferenceForward(c, unaligned, i);
+      EXPECT_LE(reference::RelativeError(u.out.Values(), ref.out), Tolerance(dtype()));
+      EXPECT_TRUE(SameBytes(a.out.data(), u.out.data(), a.out.bytes()));
+      EXPECT_TRUE(SameBytes(a.residual_out.data(), u.residual_out.data(), a.residual_out.bytes()));
+      EXPECT_TRUE(SameBytes(a.rstd.data(), u.rstd.data(), a.rstd.bytes()));
+    }
+  }
+  {
+    NormCase c = BackwardCase({5, 40});
+    c.config.center = true;
+    BackwardData aligned = MakeBackwardData(c, rng);
+    BackwardData unaligned = aligned;
+    unaligned.weight = aligned.weight.Offset(1);
+    for (BackwardSegmentData& s : unaligned.segments) {
+      for (HostTensor* t : {&s.x, &s.y, &s.grad_out, &s.grad_residual_out, &s.grad_in,
+                            &s.grad_weight, &s.grad_bias}) {
+        *t = t->Offset(1);
+      }
+    }
+    ASSERT_TRUE(backend().Backward(aligned.Batch(c)).ok());
+    ASSERT_TRUE(backend().Backward(unaligned.Batch(c)).ok());
+    for (size_t i = 0; i < c.segment_rows.size(); ++i) {
+      const BackwardSegmentData& a = aligned.segments[i];
+      const BackwardSegmentData& u = unaligned.segments[i];
+      const reference::BackwardOutputs ref = ReferenceBackward(c, unaligned, i);
+      EXPECT_LE(reference::RelativeError(u.grad_in.Values(), ref.grad_in), Tolerance(dtype()));
+      EXPECT_TRUE(SameBytes(a.grad_in.data(), u.grad_in.data(), a.grad_in.bytes()));
+      EXPECT_TRUE(SameBytes(a.grad_weight.data(), u.grad_weight.data(), a.grad_weight.bytes()));
+      EXPECT_TRUE(SameBytes(a.grad_bias.data(), u.grad_bias.data(), a.grad_bias.bytes()));
+    }
+  }
+}
+
+TEST_P(DeterminismTest, ConcurrentForwardCallsMatchSequentialOnes) {
+  std::mt19937_64 rng(35);
+  NormCase c = ForwardCase({BigRows() / 2, 9});
+  ForwardData sequential[2] = {MakeForwardData(c, rng), MakeForwardData(c, rng)};
+  ForwardData concurrent[2] = {sequential[0], sequential[1]};
+  for (ForwardData& data : sequential) ASSERT_TRUE(backend().Forward(data.Batch(c)).ok());
+  std::thread threads[2];
+  bool ok[2] = {false, false};
+  for (int t = 0; t < 2; ++t) {
+    threads[t] = std::thread([&, t] { ok[t] = backend().Forward(concurrent[t].Batch(c)).ok(); });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (int t = 0; t < 2; ++t) {
+    ASSERT_TRUE(ok[t]);
+    for (size_t i = 0; i < c.segment_rows.size(); ++i) {
+      EXPECT_TRUE(SameBytes(sequential[t].segments[i].out.data(),
+                            concurrent[t].segments[i].out.data(),
+                            sequential[t].segments[i].out.bytes()));
+    }
+  }
+}
+
+// The CPU backend's chunked reduction makes grad_weight / grad_bias (and
+// every row) independent of how many threads share the work.
+TEST(CpuDeterminismTest, ResultsDoNotDependOnThreadCount) {
+  NormCase c;
+  c.dtype = DType::kBF16;
+  c.hidden = 1000;
+  c.segment_rows = {301, 45};
+  c.config.center = true;
+  c.weight = c.residual = c.grad_residual_out = c.grad_weight = c.grad_bias = true;
+  c.residual_dtype = DType::kF32;
+  std::mt19937_64 rng(36);
+  const BackwardData inputs = MakeBackwardData(c, rng);
+  std::vector<BackwardData> runs;
+  for (int threads : {1, 2, 3, 7}) {
+    std::unique_ptr<Backend> backend = kernels::MakeCpuBackend({.threads = threads});
+    BackwardData data = inputs;
+    ASSERT_TRUE(backend->Backward(data.Batch(c)).ok());
+    runs.push_back(std::move(data));
+  }
+  for (size_t r = 1; r < runs.size(); ++r) {
+    for (size_t s = 0; s < c.segment_rows.size(); ++s) {
+      const BackwardSegmentData& a = runs[0].segments[s];
+      const BackwardSegmentData& b = runs[r].segments[s];
+      EXPECT_TRUE(SameBytes(a.grad_in.data(), b.grad_in.data(), a.grad_in.bytes()));
+      EXPECT_TRUE(SameBytes(a.grad_weight.data(), b.grad_weight.data(), a.grad_weight.bytes()));
+      EXPECT_TRUE(SameBytes(a.grad_bias.data(), b.grad_bias.data(), a.grad_bias.bytes()));
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, DeterminismTest,
+                         ::testing::Combine(::testing::ValuesIn(BackendNames()), AllDTypes(),
+                                            ::testing::Values(7, 1000, 4096)),
+                         SuiteParamName);
+
+}  // namespace
+}  // namespace normserve::kernels_test

@@ -1,0 +1,115 @@
+// Forward of every backend against the float64 reference: every dtype x
+// hidden size, LayerNorm and RMSNorm, with and without weight, bias and
+// residual, residual_out in the batch dtype and in fp32, partial statistics,
+// custom c and eps, returned statistics.
+#include <gtest/gtest.h>
+
+#include "norm_case.h"
+#include "suite_params.h"
+
+namespace normserve::kernels_test {
+namespace {
+
+using kernels::DType;
+
+class ForwardTest : public BackendTest<DType, int64_t> {
+ protected:
+  NormCase Base() const {
+    NormCase c;
+    c.dtype = std::get<1>(GetParam());
+    c.hidden = std::get<2>(GetParam());
+    c.segment_rows = SegmentRowsFor(c.hidden);
+    return c;
+  }
+};
+
+TEST_P(ForwardTest, RmsNormMatchesReference) {
+  NormCase c = Base();
+  c.weight = true;
+  c.stats_out = true;
+  ExpectForwardMatchesReference(backend(), c, 1);
+}
+
+TEST_P(ForwardTest, LayerNormMatchesReference) {
+  NormCase c = Base();
+  c.config.center = true;
+  c.weight = true;
+  c.bias = true;
+  c.stats_out = true;
+  ExpectForwardMatchesReference(backend(), c, 2);
+}
+
+TEST_P(ForwardTest, UnweightedNormsMatchReference) {
+  for (bool center : {false, true}) {
+    NormCase c = Base();
+    c.config.center = center;
+    ExpectForwardMatchesReference(backend(), c, 3);
+  }
+}
+
+TEST_P(ForwardTest, FusedResidualWithResidualOutInBatchDtypeMatchesReference) {
+  for (bool center : {false, true}) {
+    NormCase c = Base();
+    c.config.center = center;
+    c.weight = true;
+    c.bias = center;
+    c.residual = true;
+    c.residual_out = true;
+    c.residual_dtype = c.dtype;
+    c.stats_out = true;
+    ExpectForwardMatchesReference(backend(), c, 4);
+  }
+}
+
+TEST_P(ForwardTest, FusedResidualWithResidualOutInFp32MatchesReference) {
+  for (bool center : {false, true}) {
+    NormCase c = Base();
+    c.config.center = center;
+    c.weight = true;
+    c.residual = true;
+    c.residual_out = true;
+    c.residual_dtype = DType::kF32;
+    ExpectForwardMatchesReference(backend(), c, 5);
+  }
+}
+
+TEST_P(ForwardTest, ResidualOutWithoutResidualIsTheInput) {
+  NormCase c = Base();
+  c.residual_out = true;
+  c.residual_dtype = c.dtype;
+  c.weight = true;
+  ExpectForwardMatchesReference(backend(), c, 6);
+}
+
+TEST_P(ForwardTest, PartialStatisticWithCustomCAndEpsMatchesReference) {
+  for (double partial : {0.25, 0.0625}) {
+    for (bool center : {false, true}) {
+      NormCase c = Base();
+      c.config.center = center;
+      c.config.partial = partial;
+      c.config.c = 2.5f;
+      c.config.eps = 1e-3f;
+      c.weight = true;
+      c.bias = true;
+      c.stats_out = true;
+      ExpectForwardMatchesReference(backend(), c, 7);
+    }
+  }
+}
+
+TEST_P(ForwardTest, ZeroEpsMatchesReference) {
+  NormCase c = Base();
+  if (c.hidden == 1) GTEST_SKIP() << "LayerNorm of one element with eps 0 is 0 / 0";
+  c.config.eps = 0.0f;
+  c.config.center = true;
+  c.stats_out = true;
+  ExpectForwardMatchesReference(backend(), c, 8);
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, ForwardTest,
+                         ::testing::Combine(::testing::ValuesIn(BackendNames()), AllDTypes(),
+                                            ::testing::ValuesIn(kHiddenSizes)),
+                         SuiteParamName);
+
+}  // namespace
+}  // namespace normserve::kernels_test
