@@ -1,4 +1,3 @@
-# syntax=docker/dockerfile:1
 # normserve container image: a build stage compiles and installs the service
 # into /opt/normserve, a run stage holds only the runtime libraries, the
 # installed binaries and a non-root user.
@@ -10,7 +9,8 @@
 #
 # VARIANT picks the base images of both stages; GPU_BUILD_IMAGE,
 # GPU_RUN_IMAGE and CPU_IMAGE override them (e.g. a mirror, another CUDA
-# release). Only the stages of the chosen variant are built or pulled.
+# release). Only the stages of the chosen variant are built or pulled (by
+# BuildKit, Podman and Buildah; Docker's legacy builder would pull them all).
 # deploy/README.md has the run options.
 
 ARG VARIANT=gpu

@@ -133,7 +133,6 @@ __device__ __forceinline__ void BackwardRow(const BackwardArgs& a, int64_t row, 
     const int col = (it * tpr + t) * VEC;
     float sw[VEC];
     LoadScaledWeight<T>(a, col < d ? col : 0, sw);
-    const bool all_in_k = col + VEC <= k;  // skip the per-element test
 #pragma unroll
     for (int i = 0; i < VEC; ++i) {
       const float r = (p[it][i] - mean) * rstd;
@@ -143,7 +142,7 @@ __device__ __forceinline__ void BackwardRow(const BackwardArgs& a, int64_t row, 
       p[it][i] = r;
       sums[0] += r * dr;
       sums[1] += dr;
-      if (all_in_k || col + i < k) sums[2] += r;
+      sums[2] += col + i < k ? r : 0.0f;
     }
   }
   if (a.norm.center) {
@@ -166,13 +165,11 @@ __device__ __forceinline__ void BackwardRow(const BackwardArgs& a, int64_t row, 
       LoadFloatsEither<T>(a.grad_residual_out, row * a.hidden + col, gres_f32, g);
     }
     LoadScaledWeight<T>(a, col, sw);
-    const bool all_in_k = col + VEC <= k;
 #pragma unroll
     for (int i = 0; i < VEC; ++i) {
       dyr[i] = ToFloat(raw.dy[it].v[i]);
       const float dr = __fmul_rn(dyr[i], sw[i]);
-      const float dq =
-          __fmul_rn(rstd, dr - (all_in_k || col + i < k ? p[it][i] * coef : 0.0f));
+      const float dq = __fmul_rn(rstd, dr - (col + i < k ? p[it][i] * coef : 0.0f));
       dx[i] = dq - mean_dq + g[i];
     }
     StoreFloats(static_cast<T*>(a.grad_in) + row * a.hidden + col, dx);

@@ -35,18 +35,10 @@ __device__ __forceinline__ void RowStats(const float (&p)[ITERS][VEC], int tpr, 
 #pragma unroll
   for (int it = 0; it < ITERS; ++it) {
     const int col = (it * tpr + t) * VEC;
-    if (col + VEC <= k) {  // the whole vector is inside the statistic
 #pragma unroll
-      for (int i = 0; i < VEC; ++i) {
-        const float q = p[it][i] - mean;
-        sum_sq[0] += q * q;
-      }
-    } else {
-#pragma unroll
-      for (int i = 0; i < VEC; ++i) {
-        const float q = p[it][i] - mean;
-        sum_sq[0] += col + i < k ? q * q : 0.0f;
-      }
+    for (int i = 0; i < VEC; ++i) {
+      const float q = p[it][i] - mean;
+      sum_sq[0] += col + i < k ? q * q : 0.0f;
     }
   }
   GroupSum(sum_sq, tpr, scratch);

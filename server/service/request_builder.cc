@@ -93,13 +93,9 @@ absl::StatusOr<std::unique_ptr<WorkItem>> BuildForwardItem(const v1::ForwardRequ
   if (!config.ok()) return config.status();
   auto x = ViewMatrix(request.x(), "x");
   if (!x.ok()) return x.status();
-  const bool has_residual = !IsAbsent(request.residual());
-  MatrixView residual;
-  if (has_residual) {
-    auto view = ViewMatrixLike(request.residual(), "residual", request.x(), x->dtype);
-    if (!view.ok()) return view.status();
-    residual = *view;
-  }
+  auto residual = OptionalDataLike(request.residual(), "residual", request.x(), x->dtype);
+  if (!residual.ok()) return residual.status();
+  const bool has_residual = *residual != nullptr;
   kernels::DType residual_dtype = x->dtype;
   if (request.residual_out_dtype() != v1::DTYPE_UNSPECIFIED) {
     auto parsed = FromProtoDType(request.residual_out_dtype(), "residual_out_dtype");
@@ -121,7 +117,7 @@ absl::StatusOr<std::unique_ptr<WorkItem>> BuildForwardItem(const v1::ForwardRequ
   kernels::ForwardSegment& segment = item->forward;
   segment.rows = x->rows;
   segment.x = x->data;
-  segment.y = has_residual ? residual.data : nullptr;
+  segment.y = *residual;
   segment.out = AllocateTensor(response->mutable_output(), x->dtype, request.x().shape());
   if (has_residual) {
     segment.residual_out =
@@ -145,13 +141,8 @@ absl::StatusOr<std::unique_ptr<WorkItem>> BuildBackwardItem(const v1::BackwardRe
   if (!x.ok()) return x.status();
   auto grad_output = ViewMatrixLike(request.grad_output(), "grad_output", request.x(), x->dtype);
   if (!grad_output.ok()) return grad_output.status();
-  const bool has_residual = !IsAbsent(request.residual());
-  MatrixView residual;
-  if (has_residual) {
-    auto view = ViewMatrixLike(request.residual(), "residual", request.x(), x->dtype);
-    if (!view.ok()) return view.status();
-    residual = *view;
-  }
+  auto residual = OptionalDataLike(request.residual(), "residual", request.x(), x->dtype);
+  if (!residual.ok()) return residual.status();
   const bool has_grad_residual = !IsAbsent(request.grad_residual_out());
   kernels::DType residual_dtype = x->dtype;
   MatrixView grad_residual;
@@ -180,7 +171,7 @@ absl::StatusOr<std::unique_ptr<WorkItem>> BuildBackwardItem(const v1::BackwardRe
   kernels::BackwardSegment& segment = item->backward;
   segment.rows = x->rows;
   segment.x = x->data;
-  segment.y = has_residual ? residual.data : nullptr;
+  segment.y = *residual;
   segment.grad_out = grad_output->data;
   segment.grad_residual_out = has_grad_residual ? grad_residual.data : nullptr;
   if (!IsAbsent(request.mean())) {

@@ -120,6 +120,14 @@ absl::StatusOr<MatrixView> ViewMatrixLike(const v1::Tensor& tensor, absl::string
   return view;
 }
 
+absl::StatusOr<const void*> OptionalDataLike(const v1::Tensor& tensor, absl::string_view field,
+                                             const v1::Tensor& like, kernels::DType dtype) {
+  if (IsAbsent(tensor)) return nullptr;
+  auto view = ViewMatrixLike(tensor, field, like, dtype);
+  if (!view.ok()) return view.status();
+  return view->data;
+}
+
 absl::Status CheckVector(const v1::Tensor& tensor, absl::string_view field, int64_t length,
                          kernels::DType dtype) {
   auto parsed = FromProtoDType(tensor.dtype(), field);

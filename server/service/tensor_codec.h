@@ -43,6 +43,11 @@ absl::StatusOr<MatrixView> ViewMatrix(const v1::Tensor& tensor, absl::string_vie
 absl::StatusOr<MatrixView> ViewMatrixLike(const v1::Tensor& tensor, absl::string_view field,
                                           const v1::Tensor& like, kernels::DType dtype);
 
+// An optional tensor: nullptr when absent, else (after ViewMatrixLike's
+// checks) its data.
+absl::StatusOr<const void*> OptionalDataLike(const v1::Tensor& tensor, absl::string_view field,
+                                             const v1::Tensor& like, kernels::DType dtype);
+
 // A rank-1 tensor of `length` elements of `dtype`.
 absl::Status CheckVector(const v1::Tensor& tensor, absl::string_view field, int64_t length,
                          kernels::DType dtype);

@@ -44,7 +44,9 @@ assert "normserve-healthcheck" in " ".join(health.get("Test", [])), f"HEALTHCHEC
 mapfile -t ports < <(free_ports 2)
 grpc_port=${ports[0]} metrics_port=${ports[1]}
 log "starting $NORMSERVE_IMAGE on 127.0.0.1:$grpc_port (metrics :$metrics_port)"
-podman run -d --name "$server" --network=host \
+# No systemd here to time the HEALTHCHECK: --health-interval=disable keeps the
+# check for `podman healthcheck run` below without the timer.
+podman run -d --name "$server" --network=host --health-interval=disable \
   -e NORMSERVE_ADDRESS="127.0.0.1:$grpc_port" \
   -e NORMSERVE_METRICS_ADDRESS="127.0.0.1:$metrics_port" \
   -e NORMSERVE_MAX_BATCH_ROWS=512 \
@@ -53,7 +55,7 @@ podman run -d --name "$server" --network=host \
 
 # The CLI from the image, in a container of its own beside the server's.
 cli() {
-  podman run --rm --network=host -v "$work:/data" "$NORMSERVE_IMAGE" \
+  podman run --rm --network=host --no-healthcheck -v "$work:/data" "$NORMSERVE_IMAGE" \
     normserve-cli --target="127.0.0.1:$grpc_port" "$@"
 }
 

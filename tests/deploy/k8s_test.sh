@@ -27,14 +27,15 @@ cleanup() {
 trap cleanup EXIT
 
 # --- render and check ---
-kubectl_minor=$(kubectl version --client -o json 2>/dev/null |
+kubectl=${KUBECTL:-kubectl}  # KUBECTL=false tries the fallback
+kubectl_minor=$("$kubectl" version --client -o json 2>/dev/null |
   "$PYTHON" -c 'import json, sys; print(int(json.load(sys.stdin)["clientVersion"]["minor"].rstrip("+")))' \
   2>/dev/null) || kubectl_minor=0
 for flavour in base overlays/cpu; do
   out=$work/${flavour##*/}.yaml
   "$PYTHON" "$lib/kustomize_lite.py" "$src_dir/deploy/k8s/$flavour" > "$out.lite"
   if ((kubectl_minor >= 21)); then
-    kubectl kustomize "$src_dir/deploy/k8s/$flavour" > "$out"
+    "$kubectl" kustomize "$src_dir/deploy/k8s/$flavour" > "$out"
     "$PYTHON" - "$out" "$out.lite" <<'PY' || die "kustomize_lite.py and kubectl disagree on $flavour"
 import sys, yaml
 key = lambda d: (d["kind"], d["metadata"]["name"])
@@ -97,7 +98,7 @@ pod=$name-pod-0
 container=$pod-normserve
 
 deadline=$(($(now) + 60))
-until podman run --rm --network=host "$NORMSERVE_IMAGE" \
+until podman run --rm --network=host --no-healthcheck "$NORMSERVE_IMAGE" \
     normserve-cli --target="127.0.0.1:$grpc_port" health >/dev/null 2>&1; do
   if [[ $(podman inspect --format '{{.State.Running}}' "$container") != true ]]; then
     podman logs "$container" | tail -20

@@ -2,20 +2,22 @@
 # image of normserve without a Docker daemon.
 #
 #   source tests/deploy/lib/cpu_image.sh
-#   ensure_container_tools    # podman, buildah, runc, debootstrap; containers.conf
-#   ensure_base_image         # docker.io/library/debian:bookworm-slim, made locally
-#   build_cpu_image SRC_DIR   # podman build --pull=never; sets NORMSERVE_IMAGE
+#   ensure_container_tools SRC_DIR  # podman, buildah, runc, catatonit, debootstrap;
+#                                   # writes containers.conf, exports CONTAINERS_CONF
+#   ensure_base_image               # docker.io/library/debian:bookworm-slim, made here
+#   build_cpu_image SRC_DIR         # podman build --pull=never -t $NORMSERVE_IMAGE
 #
 # The base image is not pulled (no registry is reachable): it is
 # `debootstrap --variant=minbase bookworm` from Debian's archive, imported with
 # podman and tagged with the name the Dockerfile's FROM uses. The rootfs
 # tarball is cached under $NORMSERVE_DEPLOY_CACHE (default
-# /var/cache/normserve-deploy) so a second run skips debootstrap; a fresh
-# machine makes it in about 30 s.
+# /var/cache/normserve-deploy) so a second run skips debootstrap (30-90 s on
+# a fresh 2-core machine).
 #
 # Containers run with host networking only (containers.conf netns="host") and
-# runc (crun cannot set up cgroups on these machines); default ulimits stay
-# within the hard limits of the calling shell.
+# runc (crun fails on these machines' cgroup setup); default ulimits stay
+# within the hard limits of the calling shell. The containers.conf is this
+# run's own (CONTAINERS_CONF): nothing under /etc/containers changes.
 
 PYTHON=${PYTHON:-/usr/bin/python3}
 NORMSERVE_IMAGE=${NORMSERVE_IMAGE:-localhost/normserve:cpu}
