@@ -1,8 +1,8 @@
 // normserve-server: the gRPC normalization service.
 //
 // Threads and shutdown order: main parses flags, builds the backends, starts
-// the batcher's workers (one per backend), the metrics exposer and the gRPC
-// server, then waits for SIGINT / SIGTERM. On a signal it marks health
+// the batcher's workers (--workers_per_device per GPU, one for the CPU), the
+// metrics exposer and the gRPC server, then waits for SIGINT / SIGTERM. On a signal it marks health
 // NOT_SERVING, stops accepting RPCs and lets those in flight finish
 // (Server::Shutdown with the drain deadline; the batcher keeps running them),
 // then shuts the batcher down (joins its workers) and exits 0.
@@ -40,8 +40,12 @@ ABSL_FLAG(std::string, devices, "",
 ABSL_FLAG(int, cpu_threads, 0, "CPU backend worker threads; 0 means one per core");
 ABSL_FLAG(int64_t, max_batch_rows, 4096,
           "launch a batch once its rows reach this many (a larger single request runs alone)");
-ABSL_FLAG(int64_t, max_queue_delay_us, 200,
-          "... or once its oldest request has waited this many microseconds");
+ABSL_FLAG(int64_t, max_queue_delay_us, 0,
+          "... or once its oldest request has waited this many microseconds; 0 still batches "
+          "the requests that arrive while every worker is busy");
+ABSL_FLAG(int, workers_per_device, 2,
+          "batches in flight per GPU (copies of one overlap compute of another); the CPU "
+          "backend always runs one batch at a time over all its threads");
 ABSL_FLAG(int, max_queued_requests, 1024,
           "requests waiting beyond this get RESOURCE_EXHAUSTED at once");
 ABSL_FLAG(int64_t, max_queued_rows, int64_t{1} << 22,
@@ -158,10 +162,14 @@ int main(int argc, char** argv) {
   batcher_options.max_queue_delay = absl::Microseconds(absl::GetFlag(FLAGS_max_queue_delay_us));
   batcher_options.max_queued_requests = absl::GetFlag(FLAGS_max_queued_requests);
   batcher_options.max_queued_rows = absl::GetFlag(FLAGS_max_queued_rows);
+  const bool on_gpu = (*backends)[0]->Describe().rfind("cuda", 0) == 0;
+  batcher_options.workers_per_backend = on_gpu ? absl::GetFlag(FLAGS_workers_per_device) : 1;
   if (batcher_options.max_batch_rows < 1 || batcher_options.max_queued_requests < 1 ||
+      batcher_options.workers_per_backend < 1 ||
       batcher_options.max_queued_rows < 1 || absl::GetFlag(FLAGS_max_queue_delay_us) < 0) {
     return Fail(absl::InvalidArgumentError(
-        "--max_batch_rows, --max_queued_requests and --max_queued_rows must be >= 1 and "
+        "--max_batch_rows, --max_queued_requests, --max_queued_rows and --workers_per_device "
+        "must be >= 1 and "
         "--max_queue_delay_us >= 0"));
   }
 
@@ -194,9 +202,10 @@ int main(int argc, char** argv) {
     return Fail(absl::UnavailableError(absl::StrCat("cannot listen on ", address)));
   }
   server->GetHealthCheckService()->SetServingStatus(kServiceName, true);
-  spdlog::info("normserve serving {} on {} (max_batch_rows={}, max_queue_delay_us={})",
+  spdlog::info("normserve serving {} on {} (max_batch_rows={}, max_queue_delay_us={}, "
+               "workers per backend={})",
                kServiceName, address, batcher_options.max_batch_rows,
-               absl::GetFlag(FLAGS_max_queue_delay_us));
+               absl::GetFlag(FLAGS_max_queue_delay_us), batcher_options.workers_per_backend);
 
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);

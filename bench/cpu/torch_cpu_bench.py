@@ -12,7 +12,7 @@ Ops (eps 1e-6, weight; bias for LayerNorm), fp32 and bf16:
 GB/s counts the bytes the op must move, as normserve_cpu_bench does: fwd 2*m*n*e, fused add
 4*m*n*e, bwd 3*m*n*e. Each timing is the median over repeats of a timed loop (after warm-up).
 
-  /usr/bin/python3 bench/cpu/torch_cpu_bench.py [--threads 2] [--json out.json]
+  /usr/bin/python3 bench/cpu/torch_cpu_bench.py [--threads 2] [--json out.json] [--only OP/DTYPE/MxN]
 """
 import argparse
 import json
@@ -92,12 +92,17 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--min-time", type=float, default=0.3)
     parser.add_argument("--json", default=None)
+    parser.add_argument("--only", default=None, help="one case, e.g. ln_bwd/fp32/256x4096")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     rows = []
     for dname, dtype in DTYPES.items():
         for m, n in SHAPES:
+            if args.only and not args.only.endswith(f"/{dname}/{m}x{n}"):
+                continue
             for op, fn, factor in cases(m, n, dtype):
+                if args.only and args.only != f"{op}/{dname}/{m}x{n}":
+                    continue
                 sec = timed(fn, args.min_time)
                 nbytes = factor * m * n * torch.tensor([], dtype=dtype).element_size()
                 row = dict(op=op, dtype=dname, m=m, n=n, us=round(sec * 1e6, 2),

@@ -11,9 +11,10 @@ binaries=("$build/server/normserve-server" "$build/client/bench/normserve-bench"
           "$build/tests/server/normserve_server_test")
 cp "${binaries[@]}" .carry/bin/
 for binary in "${binaries[@]}"; do
-  # Everything but the C library and the loader, which the target has.
+  # Everything but the C and C++ runtimes and the loader: the target has
+  # newer ones, which its own programs need.
   ldd "$binary" | awk '/=> \// {print $3}' |
-    grep -vE '/(libc|libm|libpthread|libdl|librt|ld-linux[^/]*)\.so' |
+    grep -vE '/(libc|libm|libpthread|libdl|librt|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so' |
     xargs -r -I{} cp -L -n {} .carry/lib/
 done
 du -sh .carry

@@ -46,7 +46,11 @@ __device__ __forceinline__ void RowStats(const float (&p)[ITERS][VEC], int tpr, 
 }
 
 // One row per group of tpr threads, held in registers: read once, written once.
-template <typename T, int VEC, int ITERS>
+// kPreload (launches of at most one block per SM, chosen by the launcher):
+// weight and bias are loaded together with the row, before its reduction, so
+// a latency-bound launch makes one memory round trip instead of two. The
+// arithmetic is the same either way, so a row's bits do not depend on it.
+template <typename T, int VEC, int ITERS, bool kPreload>
 __global__ void __launch_bounds__(kMaxThreads)
     ForwardKernel(const ForwardArgs a, const int tpr, const int rows_per_cta) {
   __shared__ float scratch[kMaxWarps];
@@ -76,6 +80,23 @@ __global__ void __launch_bounds__(kMaxThreads)
     for (int i = 0; i < VEC; ++i) p[it][i] += yv[i];
   }
 
+  // Preloaded weight / bias as stored (only in the kPreload instance).
+  Vec<T, VEC> wpre[kPreload ? ITERS : 1], bpre[kPreload ? ITERS : 1];
+  if constexpr (kPreload) {
+#pragma unroll
+    for (int it = 0; it < ITERS; ++it) {
+      const int col = (it * tpr + t) * VEC;
+      if (live && col < d) {
+        if (a.weight != nullptr) {
+          wpre[it] = *reinterpret_cast<const Vec<T, VEC>*>(static_cast<const T*>(a.weight) + col);
+        }
+        if (a.bias != nullptr) {
+          bpre[it] = *reinterpret_cast<const Vec<T, VEC>*>(static_cast<const T*>(a.bias) + col);
+        }
+      }
+    }
+  }
+
   float mean, rstd;
   RowStats(p, tpr, t, d, a.norm, scratch, mean, rstd);
   const float mul = rstd * a.norm.scale;
@@ -86,13 +107,23 @@ __global__ void __launch_bounds__(kMaxThreads)
     if (!live || col >= d) continue;
     float w[VEC], b[VEC], o[VEC];
     if (a.weight != nullptr) {
-      LoadFloats(static_cast<const T*>(a.weight) + col, w);
+      if constexpr (kPreload) {
+#pragma unroll
+        for (int i = 0; i < VEC; ++i) w[i] = ToFloat(wpre[it].v[i]);
+      } else {
+        LoadFloats(static_cast<const T*>(a.weight) + col, w);
+      }
     } else {
 #pragma unroll
       for (int i = 0; i < VEC; ++i) w[i] = 1.0f;
     }
     if (a.bias != nullptr) {
-      LoadFloats(static_cast<const T*>(a.bias) + col, b);
+      if constexpr (kPreload) {
+#pragma unroll
+        for (int i = 0; i < VEC; ++i) b[i] = ToFloat(bpre[it].v[i]);
+      } else {
+        LoadFloats(static_cast<const T*>(a.bias) + col, b);
+      }
     } else {
 #pragma unroll
       for (int i = 0; i < VEC; ++i) b[i] = 0.0f;

@@ -3,6 +3,8 @@
 #ifndef NORMSERVE_KERNELS_CUDA_FORWARD_LAUNCH_CUH_
 #define NORMSERVE_KERNELS_CUDA_FORWARD_LAUNCH_CUH_
 
+#include <cstdlib>
+
 #include "dispatch.cuh"
 #include "forward_kernels.cuh"
 #include "launch.h"
@@ -24,8 +26,22 @@ cudaError_t LaunchForwardTyped(const ForwardArgs& a, cudaStream_t stream) {
           <<<static_cast<unsigned>(a.rows), kMaxThreads, 0, stream>>>(a);
     } else {
       const int64_t blocks = (a.rows + layout.rows_per_cta - 1) / layout.rows_per_cta;
-      ForwardKernel<T, kVec, kIters><<<static_cast<unsigned>(blocks), layout.threads(), 0, stream>>>(
-          a, layout.tpr, layout.rows_per_cta);
+      // At most one block per SM (MaxChunksPerSegment is 2 per SM): the launch
+      // is latency-bound, so weight / bias are loaded up front. Experiment
+      // knob (benchmark only): NORMSERVE_CUDA_PRELOAD=0 turns that off.
+      static const bool preload_off = [] {
+        const char* v = std::getenv("NORMSERVE_CUDA_PRELOAD");
+        return v != nullptr && v[0] == '0';
+      }();
+      auto* kernel = &ForwardKernel<T, kVec, kIters, false>;
+      // (Up to 32 elements per thread: wider rows would spill the preload.)
+      if constexpr (kVec * kIters <= 32) {
+        if (!preload_off && 2 * blocks <= MaxChunksPerSegment()) {
+          kernel = &ForwardKernel<T, kVec, kIters, true>;
+        }
+      }
+      kernel<<<static_cast<unsigned>(blocks), layout.threads(), 0, stream>>>(a, layout.tpr,
+                                                                          layout.rows_per_cta);
     }
     return cudaGetLastError();
   });

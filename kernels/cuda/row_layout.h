@@ -66,7 +66,19 @@ inline RowLayout ChooseRowLayout(Pass pass, DType dtype, int64_t hidden, bool al
   // prefetched next row, so its fp32 rows get fewer elements per thread.
   // Measured on the H100 (bench/results/gpu-*.md): 16-bit rows with 4 vectors
   // of 8 per thread in forward beat 8 vectors.
+  // Two exceptions for 16-bit rows (vec 8), measured on the H100
+  // (bench/results/gpu-2026-11-23-round2.md):
+  //  - forward: a row that 4 vectors per thread would spread over more than
+  //    kTargetThreads threads (hidden 16384: 512) takes 8 vectors per thread
+  //    instead (16384: 249 -> 205 us at 8192 rows);
+  //  - backward: a row that 2 vectors per thread fill as exactly one
+  //    kTargetThreads block (hidden 4096) takes 2 vectors per thread rather
+  //    than 4 with two rows per block (32768 x 4096 RMSNorm: 434 -> 413 us).
   int preferred = pass == Pass::kForward && layout.vec != 8 ? 8 : 4;
+  if (layout.vec == 8) {
+    if (pass == Pass::kForward && (vectors + 3) / 4 > kTargetThreads) preferred = 8;
+    if (pass == Pass::kBackward && (vectors + 1) / 2 == kTargetThreads) preferred = 2;
+  }
   if (const int tuned = TunedPreferredIters(pass); tuned > 0) preferred = tuned;
   int64_t tpr = (vectors + preferred - 1) / preferred;
   if (tpr <= 32) {

@@ -1,5 +1,6 @@
 #include "batcher.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -10,7 +11,9 @@ Batcher::Batcher(const BatcherOptions& options,
                  std::vector<std::unique_ptr<kernels::Backend>> backends, BatchObserver* observer)
     : options_(options), observer_(observer), backends_(std::move(backends)) {
   for (auto& backend : backends_) {
-    workers_.emplace_back([this, raw = backend.get()] { WorkerLoop(raw); });
+    for (int i = 0; i < std::max(1, options_.workers_per_backend); ++i) {
+      workers_.emplace_back([this, raw = backend.get()] { WorkerLoop(raw); });
+    }
   }
 }
 

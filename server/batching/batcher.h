@@ -12,7 +12,8 @@
 // whose deadline has passed or that were cancelled are answered
 // (DEADLINE_EXCEEDED / CANCELLED) when their batch is formed, before compute.
 //
-// Threads: one worker per backend, started by the constructor. Shutdown (also
+// Threads: options.workers_per_backend workers per backend, started by the
+// constructor. Shutdown (also
 // run by the destructor) stops accepting, lets the workers run everything
 // already queued without waiting for the delay, then joins them.
 #ifndef NORMSERVE_SERVER_BATCHING_BATCHER_H_
@@ -41,17 +42,22 @@ struct BatcherOptions {
   // A batch launches once its rows reach this many (a single larger request
   // still runs, alone). >= 1.
   int64_t max_batch_rows = 4096;
-  // ... or once its oldest request has waited this long.
-  absl::Duration max_queue_delay = absl::Microseconds(200);
+  // ... or once its oldest request has waited this long. Zero (as Triton's
+  // default) still batches: requests that arrive while every worker is busy
+  // wait and leave together; an idle worker takes a request at once.
+  absl::Duration max_queue_delay = absl::ZeroDuration();
   // Beyond either limit, Enqueue answers RESOURCE_EXHAUSTED at once.
   int max_queued_requests = 1024;
   int64_t max_queued_rows = int64_t{1} << 22;
+  // Worker threads per backend, each running one batch at a time. More than
+  // one lets a GPU backend overlap one batch's copies with another's compute.
+  int workers_per_backend = 1;
 };
 
 class Batcher {
  public:
-  // One worker thread per backend (at least one backend). observer may be
-  // null; otherwise it must outlive the batcher.
+  // workers_per_backend worker threads per backend (at least one backend).
+  // observer may be null; otherwise it must outlive the batcher.
   Batcher(const BatcherOptions& options, std::vector<std::unique_ptr<kernels::Backend>> backends,
           BatchObserver* observer);
   ~Batcher();
@@ -92,7 +98,7 @@ class Batcher {
 
   const BatcherOptions options_;
   BatchObserver* const observer_;  // may be null
-  // The backends, one per worker; owned here, used only by their worker.
+  // The backends, owned here; each used only by its own workers.
   std::vector<std::unique_ptr<kernels::Backend>> backends_;
   std::vector<std::thread> workers_;
 

@@ -5,7 +5,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <random>
 #include <thread>
@@ -59,8 +61,11 @@ class RecordingBackend : public kernels::Backend {
       batch_segments_.push_back(static_cast<int>(batch.segments.size()));
       batch_rows_.push_back(kernels::TotalRows(batch));
       entered_ = true;
+      ++inside_;
+      max_inside_ = std::max(max_inside_, inside_);
       changed_.notify_all();
       changed_.wait(lock, [this] { return !held_; });
+      --inside_;
     }
     for (const auto& segment : batch.segments) {
       std::memcpy(segment.out, segment.x,
@@ -85,6 +90,16 @@ class RecordingBackend : public kernels::Backend {
     std::unique_lock lock(mu_);
     changed_.wait(lock, [this] { return entered_; });
   }
+  // Waits until `count` batches are inside Forward at once; false on timeout.
+  bool WaitUntilInside(int count) {
+    std::unique_lock lock(mu_);
+    return changed_.wait_for(lock, std::chrono::seconds(10),
+                             [&] { return inside_ >= count; });
+  }
+  int max_inside() {
+    std::lock_guard lock(mu_);
+    return max_inside_;
+  }
   std::vector<int> batch_segments() {
     std::lock_guard lock(mu_);
     return batch_segments_;
@@ -99,6 +114,8 @@ class RecordingBackend : public kernels::Backend {
   std::condition_variable changed_;
   bool held_ = false;
   bool entered_ = false;
+  int inside_ = 0;
+  int max_inside_ = 0;
   std::vector<int> batch_segments_;
   std::vector<int64_t> batch_rows_;
 };
@@ -199,6 +216,25 @@ TEST(BatcherTest, BatchNeverExceedsMaxRowsButAnOversizedRequestRunsAlone) {
     EXPECT_EQ(caller->out.Values(), caller->x.Values());
   }
   EXPECT_THAT(backend->batch_rows(), ::testing::ElementsAre(1, 6, 6, 25));
+}
+
+TEST(BatcherTest, WorkersOfOneBackendRunBatchesConcurrently) {
+  auto owned = std::make_unique<RecordingBackend>();
+  RecordingBackend* backend = owned.get();
+  backend->Hold();
+  Batcher batcher({.max_batch_rows = 2, .workers_per_backend = 2}, One(std::move(owned)),
+                  nullptr);
+  std::mt19937_64 rng(10);
+  Caller a(2, 4, rng), b(2, 4, rng), c(2, 4, rng);
+  for (Caller* caller : {&a, &b, &c}) ASSERT_TRUE(batcher.Enqueue(caller->MakeItem()).ok());
+  EXPECT_TRUE(backend->WaitUntilInside(2)) << "the second worker never started a batch";
+  backend->Release();
+  for (Caller* caller : {&a, &b, &c}) {
+    ASSERT_TRUE(caller->finished.WaitForNotificationWithTimeout(absl::Seconds(10)));
+    EXPECT_TRUE(caller->result.ok());
+    EXPECT_EQ(caller->out.Values(), caller->x.Values());
+  }
+  EXPECT_EQ(backend->max_inside(), 2);
 }
 
 TEST(BatcherTest, DifferentKeysNeverShareABatch) {
