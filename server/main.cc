@@ -55,7 +55,8 @@ ABSL_FLAG(int, max_stream_in_flight, 256, "requests in compute at once per Strea
 ABSL_FLAG(int, max_params, 4096, "most registered parameter sets");
 ABSL_FLAG(int, drain_timeout_s, 30,
           "on SIGTERM / SIGINT, how long in-flight RPCs may take before they are cancelled");
-ABSL_FLAG(std::string, tls_cert_file, "", "PEM server certificate; with --tls_key_file enables TLS");
+ABSL_FLAG(std::string, tls_cert_file, "",
+          "PEM server certificate; with --tls_key_file enables TLS");
 ABSL_FLAG(std::string, tls_key_file, "", "PEM private key of --tls_cert_file");
 ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn, error");
 
@@ -165,8 +166,8 @@ int main(int argc, char** argv) {
   const bool on_gpu = (*backends)[0]->Describe().rfind("cuda", 0) == 0;
   batcher_options.workers_per_backend = on_gpu ? absl::GetFlag(FLAGS_workers_per_device) : 1;
   if (batcher_options.max_batch_rows < 1 || batcher_options.max_queued_requests < 1 ||
-      batcher_options.workers_per_backend < 1 ||
-      batcher_options.max_queued_rows < 1 || absl::GetFlag(FLAGS_max_queue_delay_us) < 0) {
+      batcher_options.workers_per_backend < 1 || batcher_options.max_queued_rows < 1 ||
+      absl::GetFlag(FLAGS_max_queue_delay_us) < 0) {
     return Fail(absl::InvalidArgumentError(
         "--max_batch_rows, --max_queued_requests, --max_queued_rows and --workers_per_device "
         "must be >= 1 and "
@@ -202,10 +203,11 @@ int main(int argc, char** argv) {
     return Fail(absl::UnavailableError(absl::StrCat("cannot listen on ", address)));
   }
   server->GetHealthCheckService()->SetServingStatus(kServiceName, true);
-  spdlog::info("normserve serving {} on {} (max_batch_rows={}, max_queue_delay_us={}, "
-               "workers per backend={})",
-               kServiceName, address, batcher_options.max_batch_rows,
-               absl::GetFlag(FLAGS_max_queue_delay_us), batcher_options.workers_per_backend);
+  spdlog::info(
+      "normserve serving {} on {} (max_batch_rows={}, max_queue_delay_us={}, "
+      "workers per backend={})",
+      kServiceName, address, batcher_options.max_batch_rows,
+      absl::GetFlag(FLAGS_max_queue_delay_us), batcher_options.workers_per_backend);
 
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);

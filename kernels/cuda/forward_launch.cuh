@@ -34,8 +34,11 @@ cudaError_t LaunchForwardTyped(const ForwardArgs& a, cudaStream_t stream) {
         return v != nullptr && v[0] == '0';
       }();
       auto* kernel = &ForwardKernel<T, kVec, kIters, false>;
-      // (Up to 32 elements per thread: wider rows would spill the preload.)
-      if constexpr (kVec * kIters <= 32) {
+      // fp32 only, up to 32 elements per thread: measured on the H100
+      // (bench/results/gpu-2026-11-23-round2.md), fp32 256 x 4096 / 1 x 4096
+      // gain 1.3-2.5 us per call, while the 16-bit 8 x 4 preload instance
+      // spills (128 registers) and lost 1.7-3.2 us.
+      if constexpr (sizeof(T) == 4 && kVec * kIters <= 32) {
         if (!preload_off && 2 * blocks <= MaxChunksPerSegment()) {
           kernel = &ForwardKernel<T, kVec, kIters, true>;
         }

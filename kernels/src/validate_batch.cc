@@ -12,15 +12,13 @@ absl::Status ValidateCommon(const NormConfig& config, int64_t hidden, DType resi
   }
   if (residual_dtype != dtype && residual_dtype != DType::kF32) {
     return absl::InvalidArgumentError(absl::StrCat("residual dtype must be ", DTypeName(dtype),
-                                                   " or fp32, got ",
-                                                   DTypeName(residual_dtype)));
+                                                   " or fp32, got ", DTypeName(residual_dtype)));
   }
   return ValidateNormConfig(config);
 }
 
 absl::Status Missing(size_t segment, const char* field) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("segment ", segment, ": ", field, " is required"));
+  return absl::InvalidArgumentError(absl::StrCat("segment ", segment, ": ", field, " is required"));
 }
 
 }  // namespace

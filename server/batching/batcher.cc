@@ -32,14 +32,14 @@ absl::Status Batcher::TryEnqueue(std::unique_ptr<WorkItem>& item) {
     std::unique_lock lock(mu_);
     if (shutting_down_) return absl::UnavailableError("server is shutting down");
     if (queued_requests_ >= options_.max_queued_requests) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "queue full: ", queued_requests_, " requests waiting (limit ",
-          options_.max_queued_requests, "); retry later"));
+      return absl::ResourceExhaustedError(
+          absl::StrCat("queue full: ", queued_requests_, " requests waiting (limit ",
+                       options_.max_queued_requests, "); retry later"));
     }
     if (queued_rows_ + item->rows() > options_.max_queued_rows && queued_requests_ > 0) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "queue full: ", queued_rows_, " rows waiting, request adds ", item->rows(),
-          " (limit ", options_.max_queued_rows, "); retry later"));
+      return absl::ResourceExhaustedError(
+          absl::StrCat("queue full: ", queued_rows_, " rows waiting, request adds ", item->rows(),
+                       " (limit ", options_.max_queued_rows, "); retry later"));
     }
     item->enqueued_at = absl::Now();
     KeyQueue& queue = queues_[item->key];

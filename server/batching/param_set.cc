@@ -11,8 +11,7 @@ std::shared_ptr<const ParamSet> MakeParamSet(kernels::DType dtype, int64_t hidde
   params->hidden = hidden;
   params->weight = std::move(weight);
   params->bias = std::move(bias);
-  params->fingerprint =
-      absl::HashOf(static_cast<int>(dtype), hidden, params->weight, params->bias);
+  params->fingerprint = absl::HashOf(static_cast<int>(dtype), hidden, params->weight, params->bias);
   return params;
 }
 

@@ -11,9 +11,7 @@
 namespace normserve::server {
 namespace {
 
-std::string CodeName(const absl::Status& status) {
-  return absl::StatusCodeToString(status.code());
-}
+std::string CodeName(const absl::Status& status) { return absl::StatusCodeToString(status.code()); }
 
 int64_t TensorBytes(const v1::Tensor& tensor) { return static_cast<int64_t>(tensor.data().size()); }
 
@@ -35,9 +33,8 @@ int64_t PayloadBytes(const v1::BackwardResponse& r) {
 // The unary path shared by Forward and Backward: build, submit, finish from
 // the batch's completion.
 template <typename Request, typename Response, typename Build>
-grpc::ServerUnaryReactor* SubmitUnary(grpc::CallbackServerContext* context,
-                                      const Request* request, Response* response,
-                                      absl::string_view op, Batcher* batcher,
+grpc::ServerUnaryReactor* SubmitUnary(grpc::CallbackServerContext* context, const Request* request,
+                                      Response* response, absl::string_view op, Batcher* batcher,
                                       const ParamRegistry& registry, Metrics* metrics,
                                       Build build) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();

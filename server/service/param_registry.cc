@@ -18,10 +18,9 @@ absl::StatusOr<v1::ParamsInfo> ParamRegistry::Register(const v1::RegisterParamsR
   auto dtype = FromProtoDType(first.dtype(), first_field);
   if (!dtype.ok()) return dtype.status();
   if (first.shape_size() != 1 || first.shape(0) < 1 || first.shape(0) > kMaxHidden) {
-    return absl::InvalidArgumentError(absl::StrCat(first_field, " has shape ",
-                                                   DescribeTensor(first),
-                                                   ", expected [hidden] with 1 <= hidden <= ",
-                                                   kMaxHidden));
+    return absl::InvalidArgumentError(
+        absl::StrCat(first_field, " has shape ", DescribeTensor(first),
+                     ", expected [hidden] with 1 <= hidden <= ", kMaxHidden));
   }
   const int64_t hidden = first.shape(0);
   if (has_weight) {
@@ -37,9 +36,9 @@ absl::StatusOr<v1::ParamsInfo> ParamRegistry::Register(const v1::RegisterParamsR
 
   absl::MutexLock lock(&mu_);
   if (static_cast<int>(entries_.size()) >= max_entries_) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("params registry holds ", entries_.size(), " entries (limit ", max_entries_,
-                     "); delete some first"));
+    return absl::ResourceExhaustedError(absl::StrCat("params registry holds ", entries_.size(),
+                                                     " entries (limit ", max_entries_,
+                                                     "); delete some first"));
   }
   Entry entry;
   entry.info.set_handle(absl::StrCat("params-", next_id_++));

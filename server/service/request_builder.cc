@@ -45,10 +45,10 @@ absl::StatusOr<std::shared_ptr<const ParamSet>> ResolveParams(const v1::Params& 
     if (!found.ok()) return found.status();
     const ParamSet& set = **found;
     if (set.hidden != x.hidden || set.dtype != x.dtype) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "params.handle \"", params.handle(), "\" holds [", set.hidden, "] ",
-          kernels::DTypeName(set.dtype), " but x has hidden ", x.hidden, " and dtype ",
-          kernels::DTypeName(x.dtype)));
+      return absl::InvalidArgumentError(
+          absl::StrCat("params.handle \"", params.handle(), "\" holds [", set.hidden, "] ",
+                       kernels::DTypeName(set.dtype), " but x has hidden ", x.hidden, " and dtype ",
+                       kernels::DTypeName(x.dtype)));
     }
     return found;
   }
@@ -60,8 +60,7 @@ absl::StatusOr<std::shared_ptr<const ParamSet>> ResolveParams(const v1::Params& 
     }
   }
   if (has_bias) {
-    if (auto status = CheckVector(params.bias(), "params.bias", x.hidden, x.dtype);
-        !status.ok()) {
+    if (auto status = CheckVector(params.bias(), "params.bias", x.hidden, x.dtype); !status.ok()) {
       return status;
     }
   }
@@ -101,9 +100,9 @@ absl::StatusOr<std::unique_ptr<WorkItem>> BuildForwardItem(const v1::ForwardRequ
     auto parsed = FromProtoDType(request.residual_out_dtype(), "residual_out_dtype");
     if (!parsed.ok()) return parsed.status();
     if (*parsed != x->dtype && *parsed != kernels::DType::kF32) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "residual_out_dtype must be x's dtype (", kernels::DTypeName(x->dtype),
-          ") or fp32, got ", kernels::DTypeName(*parsed)));
+      return absl::InvalidArgumentError(
+          absl::StrCat("residual_out_dtype must be x's dtype (", kernels::DTypeName(x->dtype),
+                       ") or fp32, got ", kernels::DTypeName(*parsed)));
     }
     // Without a residual there is no residual_out: keep the key independent
     // of this field so such requests batch with the rest.
@@ -150,9 +149,9 @@ absl::StatusOr<std::unique_ptr<WorkItem>> BuildBackwardItem(const v1::BackwardRe
     auto dtype = FromProtoDType(request.grad_residual_out().dtype(), "grad_residual_out");
     if (!dtype.ok()) return dtype.status();
     if (*dtype != x->dtype && *dtype != kernels::DType::kF32) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "grad_residual_out must have x's dtype (", kernels::DTypeName(x->dtype),
-          ") or fp32, got ", DescribeTensor(request.grad_residual_out())));
+      return absl::InvalidArgumentError(
+          absl::StrCat("grad_residual_out must have x's dtype (", kernels::DTypeName(x->dtype),
+                       ") or fp32, got ", DescribeTensor(request.grad_residual_out())));
     }
     auto view =
         ViewMatrixLike(request.grad_residual_out(), "grad_residual_out", request.x(), *dtype);

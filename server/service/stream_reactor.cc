@@ -43,8 +43,8 @@ void StreamReactor::Submit(std::unique_ptr<Call> call) {
   absl::StatusOr<std::unique_ptr<WorkItem>> item;
   switch (call->request.op_case()) {
     case v1::StreamRequest::kForward:
-      item = BuildForwardItem(call->request.forward(), call->response.mutable_forward(),
-                              *registry_);
+      item =
+          BuildForwardItem(call->request.forward(), call->response.mutable_forward(), *registry_);
       break;
     case v1::StreamRequest::kBackward:
       item = BuildBackwardItem(call->request.backward(), call->response.mutable_backward(),
@@ -69,8 +69,9 @@ void StreamReactor::Submit(std::unique_ptr<Call> call) {
 }
 
 void StreamReactor::Answer(std::unique_ptr<Call> call, const absl::Status& status) {
-  const absl::string_view op =
-      call->request.op_case() == v1::StreamRequest::kBackward ? "stream_backward" : "stream_forward";
+  const absl::string_view op = call->request.op_case() == v1::StreamRequest::kBackward
+                                   ? "stream_backward"
+                                   : "stream_forward";
   metrics_->OnAnswered(op, absl::StatusCodeToString(status.code()), absl::Now() - call->arrived);
   if (!status.ok()) {
     // An error answer carries no tensors: drop any outputs allocated for it.

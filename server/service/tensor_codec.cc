@@ -16,9 +16,10 @@ absl::StatusOr<kernels::DType> FromProtoDType(v1::DType dtype, absl::string_view
     case v1::DTYPE_BF16:
       return kernels::DType::kBF16;
     default:
-      return absl::InvalidArgumentError(absl::StrCat(
-          field, ".dtype must be DTYPE_FP32, DTYPE_FP16 or DTYPE_BF16, got ",
-          v1::DType_IsValid(dtype) ? v1::DType_Name(dtype) : absl::StrCat(static_cast<int>(dtype))));
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ".dtype must be DTYPE_FP32, DTYPE_FP16 or DTYPE_BF16, got ",
+                       v1::DType_IsValid(dtype) ? v1::DType_Name(dtype)
+                                                : absl::StrCat(static_cast<int>(dtype))));
   }
 }
 
@@ -56,8 +57,7 @@ absl::StatusOr<int64_t> Elements(const v1::Tensor& tensor, absl::string_view fie
     const int64_t dim = tensor.shape(i);
     if (dim < 1) {
       return absl::InvalidArgumentError(absl::StrCat(field, ".shape[", i, "] must be >= 1, got ",
-                                                     dim, " (shape ", DescribeTensor(tensor),
-                                                     ")"));
+                                                     dim, " (shape ", DescribeTensor(tensor), ")"));
     }
     if (elements > std::numeric_limits<int64_t>::max() / 8 / dim) {
       return absl::InvalidArgumentError(
@@ -72,9 +72,9 @@ absl::Status CheckDataLength(const v1::Tensor& tensor, absl::string_view field, 
                              kernels::DType dtype) {
   const int64_t expected = elements * static_cast<int64_t>(kernels::DTypeSize(dtype));
   if (static_cast<int64_t>(tensor.data().size()) != expected) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        field, ".data has ", tensor.data().size(), " bytes; shape ", DescribeTensor(tensor),
-        " needs ", expected));
+    return absl::InvalidArgumentError(absl::StrCat(field, ".data has ", tensor.data().size(),
+                                                   " bytes; shape ", DescribeTensor(tensor),
+                                                   " needs ", expected));
   }
   return absl::OkStatus();
 }
@@ -106,10 +106,9 @@ absl::StatusOr<MatrixView> ViewMatrixLike(const v1::Tensor& tensor, absl::string
   auto view = ViewMatrix(tensor, field);
   if (!view.ok()) return view.status();
   if (view->dtype != dtype) {
-    return absl::InvalidArgumentError(absl::StrCat(field, " has dtype ",
-                                                   kernels::DTypeName(view->dtype), " (",
-                                                   DescribeTensor(tensor), "), expected ",
-                                                   kernels::DTypeName(dtype)));
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, " has dtype ", kernels::DTypeName(view->dtype), " (",
+                     DescribeTensor(tensor), "), expected ", kernels::DTypeName(dtype)));
   }
   if (tensor.shape_size() != like.shape_size() ||
       !std::equal(tensor.shape().begin(), tensor.shape().end(), like.shape().begin())) {
@@ -133,8 +132,8 @@ absl::Status CheckVector(const v1::Tensor& tensor, absl::string_view field, int6
   auto parsed = FromProtoDType(tensor.dtype(), field);
   if (!parsed.ok()) return parsed.status();
   if (tensor.shape_size() != 1 || tensor.shape(0) != length) {
-    return absl::InvalidArgumentError(absl::StrCat(field, " has shape ", DescribeTensor(tensor),
-                                                   ", expected [", length, "]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, " has shape ", DescribeTensor(tensor), ", expected [", length, "]"));
   }
   if (*parsed != dtype) {
     return absl::InvalidArgumentError(absl::StrCat(field, " has dtype ",

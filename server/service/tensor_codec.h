@@ -6,9 +6,9 @@
 
 #include <cstdint>
 #include <string>
-#include "absl/strings/string_view.h"
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "normserve/kernels/dtype.h"
 #include "normserve/v1/normserve.pb.h"
 

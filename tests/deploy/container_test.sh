@@ -71,12 +71,15 @@ done
 log "health: SERVING"
 podman healthcheck run "$server" || die "the image's HEALTHCHECK reports unhealthy"
 
-# The environment reached the server's flags, extra arguments came after them.
+# The environment reached the server's flags; the container's argument came
+# last, so it wins over them.
 cmdline=$(podman exec "$server" cat /proc/1/cmdline | tr '\0' ' ')
 for flag in --address=127.0.0.1:$grpc_port --backend=cpu --max_batch_rows=512 \
-    --cpu_threads=2 --max_queue_delay_us=100; do
+    --cpu_threads=2; do
   [[ " $cmdline " == *" $flag "* ]] || die "server command line '$cmdline' lacks $flag"
 done
+[[ $cmdline == *" --max_queue_delay_us=100 " ]] ||
+  die "server command line '$cmdline' does not end with the container's argument"
 [[ $(podman exec "$server" id -u) != 0 ]] || die "server runs as root"
 
 # --- forward calls checked against NumPy float64 ---

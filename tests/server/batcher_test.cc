@@ -8,12 +8,11 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
 #include <random>
 #include <thread>
-
-#include <condition_variable>
-#include <mutex>
 
 #include "host_tensor.h"
 #include "reference.h"
@@ -93,8 +92,7 @@ class RecordingBackend : public kernels::Backend {
   // Waits until `count` batches are inside Forward at once; false on timeout.
   bool WaitUntilInside(int count) {
     std::unique_lock lock(mu_);
-    return changed_.wait_for(lock, std::chrono::seconds(10),
-                             [&] { return inside_ >= count; });
+    return changed_.wait_for(lock, std::chrono::seconds(10), [&] { return inside_ >= count; });
   }
   int max_inside() {
     std::lock_guard lock(mu_);
@@ -163,8 +161,8 @@ std::vector<std::unique_ptr<kernels::Backend>> One(std::unique_ptr<kernels::Back
 TEST(BatcherTest, BatchLaunchesOnceRowsReachMaxWithoutWaitingForTheDelay) {
   auto owned = std::make_unique<RecordingBackend>();
   RecordingBackend* backend = owned.get();
-  Batcher batcher({.max_batch_rows = 8, .max_queue_delay = absl::Seconds(60)}, One(std::move(owned)),
-                  nullptr);
+  Batcher batcher({.max_batch_rows = 8, .max_queue_delay = absl::Seconds(60)},
+                  One(std::move(owned)), nullptr);
   std::mt19937_64 rng(1);
   std::vector<std::unique_ptr<Caller>> callers;
   for (int i = 0; i < 4; ++i) callers.push_back(std::make_unique<Caller>(2, 16, rng));
@@ -222,8 +220,7 @@ TEST(BatcherTest, WorkersOfOneBackendRunBatchesConcurrently) {
   auto owned = std::make_unique<RecordingBackend>();
   RecordingBackend* backend = owned.get();
   backend->Hold();
-  Batcher batcher({.max_batch_rows = 2, .workers_per_backend = 2}, One(std::move(owned)),
-                  nullptr);
+  Batcher batcher({.max_batch_rows = 2, .workers_per_backend = 2}, One(std::move(owned)), nullptr);
   std::mt19937_64 rng(10);
   Caller a(2, 4, rng), b(2, 4, rng), c(2, 4, rng);
   for (Caller* caller : {&a, &b, &c}) ASSERT_TRUE(batcher.Enqueue(caller->MakeItem()).ok());
@@ -261,9 +258,9 @@ TEST(BatcherTest, FullQueueAnswersResourceExhaustedAtOnce) {
   auto owned = std::make_unique<RecordingBackend>();
   RecordingBackend* backend = owned.get();
   backend->Hold();
-  Batcher batcher({.max_batch_rows = 1, .max_queue_delay = absl::ZeroDuration(),
-                   .max_queued_requests = 3},
-                  One(std::move(owned)), nullptr);
+  Batcher batcher(
+      {.max_batch_rows = 1, .max_queue_delay = absl::ZeroDuration(), .max_queued_requests = 3},
+      One(std::move(owned)), nullptr);
   std::mt19937_64 rng(5);
   std::vector<std::unique_ptr<Caller>> callers;
   for (int i = 0; i < 5; ++i) callers.push_back(std::make_unique<Caller>(1, 4, rng));
@@ -347,7 +344,8 @@ TEST(BatcherTest, RowsNeverCrossBetweenCallers) {
   const kernels::NormConfig config{.center = true, .eps = 1e-5f};
   std::vector<std::thread> threads;
   for (auto& caller : callers) {
-    threads.emplace_back([&, c = caller.get()] { ASSERT_TRUE(batcher.Enqueue(c->MakeItem(config)).ok()); });
+    threads.emplace_back(
+        [&, c = caller.get()] { ASSERT_TRUE(batcher.Enqueue(c->MakeItem(config)).ok()); });
   }
   for (auto& thread : threads) thread.join();
   for (auto& caller : callers) {
@@ -402,8 +400,8 @@ TEST(BatcherTest, BackwardGradWeightIsReducedOverEachCallersOwnRows) {
   for (auto& c : callers) {
     ASSERT_TRUE(c->finished.WaitForNotificationWithTimeout(absl::Seconds(10)));
     ASSERT_TRUE(c->result.ok()) << c->result;
-    reference::BackwardInputs in{.rows = c->rows, .hidden = kHidden, .x = c->x.Values(),
-                                 .grad_out = c->grad_out.Values()};
+    reference::BackwardInputs in{
+        .rows = c->rows, .hidden = kHidden, .x = c->x.Values(), .grad_out = c->grad_out.Values()};
     const auto expected = reference::Backward(config, in);
     EXPECT_LT(reference::RelativeError(c->grad_in.Values(), expected.grad_in), 1e-5);
     const std::vector<double> dw(c->grad_weight.begin(), c->grad_weight.end());

@@ -68,8 +68,8 @@ TEST(ServerBehaviourTest, SixtyFourConcurrentClientsEachGetTheirOwnRows) {
         v1::ForwardResponse response;
         grpc::ClientContext context;
         if (!stub->Forward(&context, RmsRequest(x, rows, kHidden), &response).ok()) return;
-        const auto expected = reference::Forward({.center = false},
-                                                 {.rows = rows, .hidden = kHidden, .x = x.Values()});
+        const auto expected = reference::Forward(
+            {.center = false}, {.rows = rows, .hidden = kHidden, .x = x.Values()});
         if (reference::RelativeError(Values(response.output()), expected.out) < 1e-5) ++correct;
       }
     });
@@ -80,8 +80,8 @@ TEST(ServerBehaviourTest, SixtyFourConcurrentClientsEachGetTheirOwnRows) {
   auto metrics = (*server)->ScrapeMetrics();
   ASSERT_TRUE(metrics.ok()) << metrics.status();
   const double batches = SumMetric(*metrics, "normserve_batch_requests_count", {"op=\"forward\""});
-  const double single = SumMetric(*metrics, "normserve_batch_requests_bucket",
-                                  {"op=\"forward\"", "le=\"1\""});
+  const double single =
+      SumMetric(*metrics, "normserve_batch_requests_bucket", {"op=\"forward\"", "le=\"1\""});
   EXPECT_GT(batches, 0);
   EXPECT_GT(batches - single, 0) << "no batch held more than one request";
   EXPECT_LT(batches, kClients * 3) << "every request ran in its own launch";

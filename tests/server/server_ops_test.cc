@@ -46,8 +46,8 @@ class ServerOpsTest : public ::testing::Test {
     ASSERT_NE(server_, nullptr);
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(64 << 20);
-    stub_ = v1::Normalizer::NewStub(grpc::CreateCustomChannel(
-        server_->target(), grpc::InsecureChannelCredentials(), args));
+    stub_ = v1::Normalizer::NewStub(
+        grpc::CreateCustomChannel(server_->target(), grpc::InsecureChannelCredentials(), args));
   }
 
   static ServerProcess* server_;
@@ -68,7 +68,8 @@ std::string Name(const OpCase& c) {
 std::vector<OpCase> AllCases() {
   std::vector<OpCase> cases;
   for (bool layer_norm : {true, false}) {
-    for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) cases.push_back({layer_norm, dtype});
+    for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16})
+      cases.push_back({layer_norm, dtype});
   }
   return cases;
 }
@@ -95,12 +96,16 @@ TEST_F(ServerOpsTest, FusedForwardMatchesReferenceForEveryKindAndDtype) {
     ASSERT_TRUE(stub_->Forward(&context, request, &response).ok());
 
     const kernels::NormConfig config{.center = c.layer_norm, .eps = 1e-5f};
-    const auto expected = reference::Forward(
-        config, {.rows = rows, .hidden = hidden, .x = x.Values(), .y = y.Values(),
-                 .weight = w.Values(), .bias = b.Values()});
+    const auto expected = reference::Forward(config, {.rows = rows,
+                                                      .hidden = hidden,
+                                                      .x = x.Values(),
+                                                      .y = y.Values(),
+                                                      .weight = w.Values(),
+                                                      .bias = b.Values()});
     EXPECT_THAT(response.output().shape(), ::testing::ElementsAre(1, rows, hidden));
     EXPECT_EQ(response.output().dtype(), ToWire(c.dtype));
-    EXPECT_LT(reference::RelativeError(Values(response.output()), expected.out), Tolerance(c.dtype));
+    EXPECT_LT(reference::RelativeError(Values(response.output()), expected.out),
+              Tolerance(c.dtype));
     EXPECT_EQ(response.residual_out().dtype(), v1::DTYPE_FP32);
     EXPECT_LT(reference::RelativeError(Values(response.residual_out()), expected.residual), 1e-6);
     EXPECT_LT(reference::RelativeError(Values(response.rstd()), expected.rstd), 1e-5);
@@ -123,7 +128,8 @@ TEST_F(ServerOpsTest, PartialRmsNormWithCustomScaleMatchesReference) {
   grpc::ClientContext context;
   ASSERT_TRUE(stub_->Forward(&context, request, &response).ok());
   const kernels::NormConfig config{.center = false, .eps = 0.0f, .c = 2.5f, .partial = 0.0625};
-  const auto expected = reference::Forward(config, {.rows = rows, .hidden = hidden, .x = x.Values()});
+  const auto expected =
+      reference::Forward(config, {.rows = rows, .hidden = hidden, .x = x.Values()});
   EXPECT_LT(reference::RelativeError(Values(response.output()), expected.out), 1e-5);
 }
 
@@ -166,10 +172,13 @@ TEST_F(ServerOpsTest, BackwardMatchesReferenceForEveryKindAndDtype) {
       grpc::ClientContext context;
       const grpc::Status status = stub_->Backward(&context, request, &response);
       ASSERT_TRUE(status.ok()) << status.error_message();
-      const auto expected = reference::Backward(
-          config, {.rows = rows, .hidden = hidden, .x = x.Values(), .y = y.Values(),
-                   .weight = w.Values(), .grad_out = dout.Values(),
-                   .grad_residual_out = dp.Values()});
+      const auto expected = reference::Backward(config, {.rows = rows,
+                                                         .hidden = hidden,
+                                                         .x = x.Values(),
+                                                         .y = y.Values(),
+                                                         .weight = w.Values(),
+                                                         .grad_out = dout.Values(),
+                                                         .grad_residual_out = dp.Values()});
       EXPECT_EQ(response.grad_input().dtype(), ToWire(c.dtype));
       EXPECT_LT(reference::RelativeError(Values(response.grad_input()), expected.grad_in),
                 Tolerance(c.dtype));
@@ -255,7 +264,11 @@ TEST_F(ServerOpsTest, BadInputGetsInvalidArgumentNamingTheField) {
       {"x.dtype", [](auto& r) { r.mutable_x()->set_dtype(v1::DTYPE_UNSPECIFIED); }},
       {"x.shape[0] must be >= 1", [](auto& r) { r.mutable_x()->set_shape(0, 0); }},
       {"x.shape must have rank >= 1", [](auto& r) { r.mutable_x()->clear_shape(); }},
-      {"exceeds 65536", [](auto& r) { r.mutable_x()->set_shape(0, 1); r.mutable_x()->set_shape(1, 70000); }},
+      {"exceeds 65536",
+       [](auto& r) {
+         r.mutable_x()->set_shape(0, 1);
+         r.mutable_x()->set_shape(1, 70000);
+       }},
       {"eps must be finite and >= 0", [](auto& r) { r.mutable_config()->set_eps(-1.0f); }},
       {"eps must be finite", [](auto& r) { r.mutable_config()->set_eps(std::nanf("")); }},
       {"partial must be in (0, 1]", [](auto& r) { r.mutable_config()->set_partial(0.0); }},
@@ -321,7 +334,11 @@ TEST_F(ServerOpsTest, BackwardValidatesGradientsAndSavedStatistics) {
   *good.mutable_grad_output() = ToTensor(x, {rows, hidden});
   std::vector<std::pair<std::string, std::function<void(v1::BackwardRequest&)>>> cases = {
       {"grad_output is required", [](auto& r) { r.clear_grad_output(); }},
-      {"grad_output has shape", [](auto& r) { r.mutable_grad_output()->set_shape(0, 1); r.mutable_grad_output()->set_shape(1, 16); }},
+      {"grad_output has shape",
+       [](auto& r) {
+         r.mutable_grad_output()->set_shape(0, 1);
+         r.mutable_grad_output()->set_shape(1, 16);
+       }},
       {"mean and rstd must be given together",
        [](auto& r) {
          r.mutable_mean()->set_dtype(v1::DTYPE_FP32);
@@ -391,7 +408,8 @@ TEST_F(ServerOpsTest, StreamAnswersEveryIdWithItsOwnResult) {
   for (const auto& [id, x] : inputs) {
     ASSERT_EQ(answers[id].code(), 0) << answers[id].message();
     const int64_t rows = x.size() / hidden;
-    const auto expected = reference::Forward(config, {.rows = rows, .hidden = hidden, .x = x.Values()});
+    const auto expected =
+        reference::Forward(config, {.rows = rows, .hidden = hidden, .x = x.Values()});
     EXPECT_LT(reference::RelativeError(Values(answers[id].forward().output()), expected.out), 1e-5)
         << "id " << id;
   }

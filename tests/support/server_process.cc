@@ -49,8 +49,7 @@ bool AcceptsConnections(int port) {
   address.sin_family = AF_INET;
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   address.sin_port = htons(static_cast<uint16_t>(port));
-  const bool connected =
-      connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
+  const bool connected = connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
   close(fd);
   return connected;
 }
@@ -99,7 +98,8 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
     int status;
     if (waitpid(pid, &status, WNOHANG) == pid) {
       server->exited_ = true;
-      return absl::InternalError(absl::StrCat("normserve-server exited early with status ", status));
+      return absl::InternalError(
+          absl::StrCat("normserve-server exited early with status ", status));
     }
     if (absl::Now() > give_up) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));

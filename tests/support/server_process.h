@@ -7,8 +7,8 @@
 //
 // Start picks free 127.0.0.1 ports (gRPC and metrics) unless a port is given,
 // runs the binary built by this tree (--backend from extra_flags, else from
-// $NORMSERVE_TEST_BACKEND, else cpu) and returns once health reports SERVING. The destructor kills a
-// server still running (SIGKILL) and reaps it.
+// $NORMSERVE_TEST_BACKEND, else cpu) and returns once health reports SERVING. The destructor kills
+// a server still running (SIGKILL) and reaps it.
 #ifndef NORMSERVE_TESTS_SUPPORT_SERVER_PROCESS_H_
 #define NORMSERVE_TESTS_SUPPORT_SERVER_PROCESS_H_
 

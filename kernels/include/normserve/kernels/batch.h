@@ -42,8 +42,8 @@ struct ForwardBatch {
 
 struct BackwardSegment {
   int64_t rows = 0;
-  const void* x = nullptr;  // forward input, required
-  const void* y = nullptr;  // forward residual branch, optional
+  const void* x = nullptr;         // forward input, required
+  const void* y = nullptr;         // forward residual branch, optional
   const void* grad_out = nullptr;  // d o, required
   // Incoming gradient of the forward's residual_out p (fused residual
   // backward), in the batch's residual_dtype; optional (= 0).

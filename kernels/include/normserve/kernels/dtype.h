@@ -14,9 +14,7 @@ namespace normserve::kernels {
 enum class DType : uint8_t { kF32, kF16, kBF16 };
 
 // Bytes per element: 4 for kF32, 2 for kF16 and kBF16.
-constexpr size_t DTypeSize(DType dtype) {
-  return dtype == DType::kF32 ? 4 : 2;
-}
+constexpr size_t DTypeSize(DType dtype) { return dtype == DType::kF32 ? 4 : 2; }
 
 // "fp32", "fp16" or "bf16": the names used in error messages and flags.
 constexpr const char* DTypeName(DType dtype) {

@@ -38,8 +38,7 @@ struct NormConfig {
 // k = ceil(hidden * partial), computed in double and clamped to [1, hidden]:
 // the number of leading elements the statistic sigma is taken over.
 inline int64_t StatisticLength(const NormConfig& config, int64_t hidden) {
-  auto k = static_cast<int64_t>(
-      std::ceil(static_cast<double>(hidden) * config.partial));
+  auto k = static_cast<int64_t>(std::ceil(static_cast<double>(hidden) * config.partial));
   if (k < 1) k = 1;
   if (k > hidden) k = hidden;
   return k;
