@@ -37,7 +37,7 @@ ENV DEBIAN_FRONTEND=noninteractive
 # The dependency list is the repository's own (deploy/scripts/install-deps.sh),
 # copied alone first so this layer stays cached while the sources change.
 COPY deploy/scripts/install-deps.sh /tmp/install-deps.sh
-RUN /tmp/install-deps.sh && rm -rf /var/lib/apt/lists/*
+RUN /tmp/install-deps.sh --build-only && rm -rf /var/lib/apt/lists/*
 
 COPY . /src
 RUN set -eu; \

@@ -55,6 +55,9 @@ ABSL_FLAG(int, max_stream_in_flight, 256, "requests in compute at once per Strea
 ABSL_FLAG(int, max_params, 4096, "most registered parameter sets");
 ABSL_FLAG(int, drain_timeout_s, 30,
           "on SIGTERM / SIGINT, how long in-flight RPCs may take before they are cancelled");
+ABSL_FLAG(int, max_connection_age_s, 0,
+          "close client connections after this many seconds (they reconnect at once) so that "
+          "clients re-resolve and spread onto replicas added since; 0 keeps connections");
 ABSL_FLAG(std::string, tls_cert_file, "",
           "PEM server certificate; with --tls_key_file enables TLS");
 ABSL_FLAG(std::string, tls_key_file, "", "PEM private key of --tls_cert_file");
@@ -197,6 +200,11 @@ int main(int argc, char** argv) {
   builder.AddListeningPort(address, *credentials, &bound_port);
   builder.SetMaxReceiveMessageSize(absl::GetFlag(FLAGS_max_message_bytes));
   builder.SetMaxSendMessageSize(absl::GetFlag(FLAGS_max_message_bytes));
+  if (const int age_s = absl::GetFlag(FLAGS_max_connection_age_s); age_s > 0) {
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS, age_s * 1000);
+    // Calls in flight on an aged connection get this long to finish.
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS, 30 * 1000);
+  }
   builder.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || bound_port == 0) {

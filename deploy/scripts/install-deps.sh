@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs, from Debian 12's archive, everything normserve needs. Idempotent:
 # packages already present are left alone and nothing is fetched then.
-#   install-deps.sh            build + run the service and its tests
-#   install-deps.sh --deploy   also the container tools the deploy tests use
+#   install-deps.sh               build + run the service and its tests
+#   install-deps.sh --deploy      also the container tools the deploy tests use
+#   install-deps.sh --build-only  only what building the service needs (images)
 set -euo pipefail
 
 build_packages=(
@@ -14,12 +15,15 @@ test_packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-grpcio python3-protobuf python3-numpy python3-yaml
 )
-deploy_packages=(podman buildah runc debootstrap)
+# catatonit: the pause process `podman kube play` needs (not a hard dependency).
+deploy_packages=(podman buildah runc debootstrap catatonit)
 
-wanted=("${build_packages[@]}" "${test_packages[@]}")
-if [[ "${1:-}" == "--deploy" ]]; then
-  wanted+=("${deploy_packages[@]}")
-fi
+case "${1:-}" in
+  --build-only) wanted=("${build_packages[@]}") ;;
+  --deploy) wanted=("${build_packages[@]}" "${test_packages[@]}" "${deploy_packages[@]}") ;;
+  "") wanted=("${build_packages[@]}" "${test_packages[@]}") ;;
+  *) echo "usage: install-deps.sh [--deploy | --build-only]" >&2; exit 2 ;;
+esac
 
 missing=()
 for package in "${wanted[@]}"; do

@@ -99,7 +99,10 @@ __device__ __forceinline__ void LoadScaledWeight(const BackwardArgs& a, int col,
 // The per-row gradient math on registers: writes dx and accumulates
 // dw (+= dy * r) and db (+= dy) into the group's shared-memory rows (each
 // column owned by one thread; null when the launch wants neither).
-template <typename T, int VEC, int ITERS>
+// kPlain: the launch has neither y nor grad_residual_out (their terms are then
+// the constant 0, added exactly as the generic code adds a loaded 0, so the
+// bits are the same). kStats: the row's statistics were saved.
+template <bool kPlain, typename T, int VEC, int ITERS>
 __device__ __forceinline__ void BackwardRow(const BackwardArgs& a, int64_t row, bool live,
                                             bool has_stats, int tpr, int t, float* scratch,
                                             const RawRow<T, VEC, ITERS>& raw, float* dw,
@@ -111,7 +114,7 @@ __device__ __forceinline__ void BackwardRow(const BackwardArgs& a, int64_t row, 
   for (int it = 0; it < ITERS; ++it) {
     const int col = (it * tpr + t) * VEC;
     float yv[VEC] = {};
-    if (a.y != nullptr && live && col < d) {
+    if (!kPlain && a.y != nullptr && live && col < d) {
       LoadFloats(static_cast<const T*>(a.y) + row * a.hidden + col, yv);
     }
 #pragma unroll
@@ -161,7 +164,7 @@ __device__ __forceinline__ void BackwardRow(const BackwardArgs& a, int64_t row, 
     const int col = (it * tpr + t) * VEC;
     if (!live || col >= d) continue;
     float g[VEC] = {}, sw[VEC], dx[VEC], dyr[VEC];
-    if (a.grad_residual_out != nullptr) {
+    if (!kPlain && a.grad_residual_out != nullptr) {
       LoadFloatsEither<T>(a.grad_residual_out, row * a.hidden + col, gres_f32, g);
     }
     LoadScaledWeight<T>(a, col, sw);
@@ -204,9 +207,32 @@ __device__ __forceinline__ void WritePartial(const BackwardArgs& a, int chunk, i
   }
 }
 
+// A row group's walk over its chunk's rows (stride rows_per_cta), the next
+// row's x / dy prefetched while the current one is reduced. The saved-stats
+// choice is a template flag, so each walk's loop carries only its own path.
+template <bool kPlain, typename T, int VEC, int ITERS>
+__device__ __forceinline__ void BackwardRows(const BackwardArgs& a, const ChunkRows& c, int group,
+                                             int tpr, int t, int rows_per_cta, float* scratch,
+                                             float* dw, float* db) {
+  // Every group runs the same number of steps (GroupSum synchronizes the block).
+  const int64_t steps = (c.end - c.begin + rows_per_cta - 1) / rows_per_cta;
+  RawRow<T, VEC, ITERS> raw;
+  int64_t row = c.begin + group;
+  LoadRawRow(a, row, row < c.end, tpr, t, raw);
+  for (int64_t step = 0; step < steps; ++step) {
+    const int64_t next = row + rows_per_cta;
+    const RawRow<T, VEC, ITERS> cur = raw;
+    // Prefetch the next row while this one is reduced.
+    LoadRawRow(a, next, next < c.end, tpr, t, raw);
+    BackwardRow<kPlain>(a, row, row < c.end, c.has_stats, tpr, t, scratch, cur, dw, db);
+    row = next;
+  }
+}
+
 // One block per chunk; each row group walks the chunk's rows with stride
-// rows_per_cta, keeping its columns' dw / db in registers.
-template <typename T, int VEC, int ITERS>
+// rows_per_cta, accumulating its columns' dw / db in shared memory.
+// kPlain (no y, no grad_residual_out) is chosen by the launcher.
+template <typename T, int VEC, int ITERS, bool kPlain>
 __global__ void __launch_bounds__(kMaxThreads)
     BackwardKernel(const BackwardArgs a, const int tpr, const int rows_per_cta,
                    const int64_t chunk_rows) {
@@ -235,19 +261,7 @@ __global__ void __launch_bounds__(kMaxThreads)
     }
   }
 
-  // Every group runs the same number of steps (GroupSum synchronizes the block).
-  const int64_t steps = (c.end - c.begin + rows_per_cta - 1) / rows_per_cta;
-  RawRow<T, VEC, ITERS> raw;
-  int64_t row = c.begin + group;
-  LoadRawRow(a, row, row < c.end, tpr, t, raw);
-  for (int64_t step = 0; step < steps; ++step) {
-    const int64_t next = row + rows_per_cta;
-    const RawRow<T, VEC, ITERS> cur = raw;
-    // Prefetch the next row while this one is reduced.
-    LoadRawRow(a, next, next < c.end, tpr, t, raw);
-    BackwardRow(a, row, row < c.end, c.has_stats, tpr, t, scratch, cur, dw, db);
-    row = next;
-  }
+  BackwardRows<kPlain, T, VEC, ITERS>(a, c, group, tpr, t, rows_per_cta, scratch, dw, db);
 
   if (!partials) return;
   __syncthreads();

@@ -38,7 +38,14 @@ cudaError_t LaunchBackwardTyped(const BackwardArgs& in, cudaStream_t stream) {
         // dw / db accumulators: [2][rows_per_cta][hidden] fp32.
         const size_t acc_bytes =
             partials ? 2 * sizeof(float) * layout.rows_per_cta * a.hidden : 0;
-        auto* kernel = &BackwardKernel<T, kVec, kIters>;
+        // The specialised "plain" instance (no y, no grad_residual_out) exists
+        // for full-width vectors only, to keep the instance count down.
+        auto* kernel = &BackwardKernel<T, kVec, kIters, false>;
+        if constexpr (kVec != 1) {
+          if (a.y == nullptr && a.grad_residual_out == nullptr) {
+            kernel = &BackwardKernel<T, kVec, kIters, true>;
+          }
+        }
         if (acc_bytes > 48 * 1024) {
           const cudaError_t err = cudaFuncSetAttribute(
               kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(acc_bytes));

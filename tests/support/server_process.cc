@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
 #include <sstream>
 #include <thread>
 
@@ -104,7 +106,17 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
     if (absl::Now() > give_up) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  auto channel = grpc::CreateChannel(server->target_, grpc::InsecureChannelCredentials());
+  // A TLS server (--tls_cert_file) is checked over TLS, trusting its own
+  // (self-signed) certificate.
+  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+  for (const auto& flag : extra_flags) {
+    if (!absl::StartsWith(flag, "--tls_cert_file=")) continue;
+    std::ifstream file(flag.substr(std::strlen("--tls_cert_file=")));
+    std::stringstream pem;
+    pem << file.rdbuf();
+    credentials = grpc::SslCredentials({.pem_root_certs = pem.str()});
+  }
+  auto channel = grpc::CreateChannel(server->target_, credentials);
   auto health = grpc::health::v1::Health::NewStub(channel);
   while (absl::Now() < give_up) {
     grpc::ClientContext context;
