@@ -17,6 +17,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "element.h"
 #include "normserve/kernels/dtype.h"
@@ -183,19 +184,34 @@ inline void ForwardRow(const ForwardRowParams& params, const typename Element<D>
   }
 }
 
-// dw[i] += dy[i] * r[i] and db[i] += dy[i] for i < n; dw, db optional. The
-// buffers never overlap (restrict), so the loops vectorize without checks.
-inline void AccumulateGradPartials(const float* __restrict dy, const float* __restrict r,
-                                   float* __restrict dw, float* __restrict db, int64_t n) {
-  if (dw != nullptr && db != nullptr) {
-    for (int64_t i = 0; i < n; ++i) {
-      dw[i] += dy[i] * r[i];
-      db[i] += dy[i];
-    }
-  } else if (dw != nullptr) {
-    for (int64_t i = 0; i < n; ++i) dw[i] += dy[i] * r[i];
-  } else if (db != nullptr) {
-    for (int64_t i = 0; i < n; ++i) db[i] += dy[i];
+// The last pass of a backward row, for i < d:
+//   dq = rstd * (dr - [i < k] r * coef)   with dr = dy * sw (sw = scale * w)
+//   grad_in = dq - mean_dq (+ grad_residual_out)
+//   dw += dy * r, db += dy                (when kDw / kDb)
+// The buffers never overlap (restrict: grad_in must not alias an input), so
+// the loops vectorize without run-time alias checks.
+template <DType D, DType R, bool kResidual, bool kDw, bool kDb>
+inline void FinishBackwardRow(const float* __restrict dy, const float* __restrict sw,
+                              const float* __restrict r,
+                              const typename Element<R>::Storage* __restrict grad_residual_out,
+                              typename Element<D>::Storage* __restrict grad_in,
+                              float* __restrict dw, float* __restrict db, int64_t k, int64_t d,
+                              float rstd, float coef, float mean_dq) {
+  // The body is written out in each loop (no lambda): accesses through a
+  // closure lose the restrict qualifiers, and fp32 loops then stay scalar.
+  for (int64_t i = 0; i < k; ++i) {
+    float dx = rstd * (dy[i] * sw[i] - r[i] * coef) - mean_dq;
+    if constexpr (kResidual) dx += Element<R>::Load(grad_residual_out[i]);
+    grad_in[i] = Element<D>::Store(dx);
+    if constexpr (kDw) dw[i] += dy[i] * r[i];
+    if constexpr (kDb) db[i] += dy[i];
+  }
+  for (int64_t i = k; i < d; ++i) {
+    float dx = rstd * (dy[i] * sw[i]) - mean_dq;
+    if constexpr (kResidual) dx += Element<R>::Load(grad_residual_out[i]);
+    grad_in[i] = Element<D>::Store(dx);
+    if constexpr (kDw) dw[i] += dy[i] * r[i];
+    if constexpr (kDb) db[i] += dy[i];
   }
 }
 
@@ -212,7 +228,6 @@ inline void BackwardRow(const BackwardRowParams& params, const typename Element<
                         const RowStats* saved_stats, typename Element<D>::Storage* grad_in,
                         float* dw_partial, float* db_partial, float* scratch0, float* scratch1) {
   using E = Element<D>;
-  using ER = Element<R>;
   const int64_t d = params.hidden;
   const int64_t k = params.stat_length;
   const float* p = ResidualSumRow<D>(x, y, d, scratch0);
@@ -265,23 +280,27 @@ inline void BackwardRow(const BackwardRowParams& params, const typename Element<
   const float coef = static_cast<float>(coef_d);
   const float mean_dq = static_cast<float>(mean_dq_d);
 
-  // Pass 3: the chunk partials dw += dy * r, db += dy (before dx is written,
-  // so grad_in may share grad_out's buffer).
-  AccumulateGradPartials(dy, r, dw_partial, db_partial, d);
-
-  // Pass 4: dx = dp (+ grad_residual_out).
-  auto write_grad_in = [&](auto extra) {
-    for (int64_t i = 0; i < k; ++i) {
-      grad_in[i] = E::Store(rstd * (dy[i] * sw[i] - r[i] * coef) - mean_dq + extra(i));
-    }
-    for (int64_t i = k; i < d; ++i) {
-      grad_in[i] = E::Store(rstd * (dy[i] * sw[i]) - mean_dq + extra(i));
+  // Pass 3: dx and the chunk partials of dw and db.
+  auto finish = [&](auto residual, auto with_dw, auto with_db) {
+    FinishBackwardRow<D, R, decltype(residual)::value, decltype(with_dw)::value,
+                      decltype(with_db)::value>(dy, sw, r, grad_residual_out, grad_in, dw_partial,
+                                                db_partial, k, d, rstd, coef, mean_dq);
+  };
+  auto with_partials = [&](auto residual) {
+    if (dw_partial != nullptr && db_partial != nullptr) {
+      finish(residual, std::true_type(), std::true_type());
+    } else if (dw_partial != nullptr) {
+      finish(residual, std::true_type(), std::false_type());
+    } else if (db_partial != nullptr) {
+      finish(residual, std::false_type(), std::true_type());
+    } else {
+      finish(residual, std::false_type(), std::false_type());
     }
   };
   if (grad_residual_out != nullptr) {
-    write_grad_in([grad_residual_out](int64_t i) { return ER::Load(grad_residual_out[i]); });
+    with_partials(std::true_type());
   } else {
-    write_grad_in([](int64_t) { return 0.0f; });
+    with_partials(std::false_type());
   }
 }
 

@@ -101,12 +101,13 @@ __device__ __forceinline__ void LoadScaledWeight(const BackwardArgs& a, int col,
 // column owned by one thread; null when the launch wants neither).
 // kPlain: the launch has neither y nor grad_residual_out (their terms are then
 // the constant 0, added exactly as the generic code adds a loaded 0, so the
-// bits are the same). kStats: the row's statistics were saved.
-template <bool kPlain, typename T, int VEC, int ITERS>
+// bits are the same). kRegDb: db accumulates in `db_reg` (registers) instead
+// of shared memory, in the same order, so its bits are the same too.
+template <bool kPlain, bool kRegDb, typename T, int VEC, int ITERS>
 __device__ __forceinline__ void BackwardRow(const BackwardArgs& a, int64_t row, bool live,
                                             bool has_stats, int tpr, int t, float* scratch,
-                                            const RawRow<T, VEC, ITERS>& raw, float* dw,
-                                            float* db) {
+                                            const RawRow<T, VEC, ITERS>& raw, float* dw, float* db,
+                                            float (&db_reg)[ITERS][VEC]) {
   const int d = static_cast<int>(a.hidden);
   const int k = static_cast<int>(a.norm.stat_len);
   float p[ITERS][VEC];  // p = x + y, then r
@@ -183,7 +184,12 @@ __device__ __forceinline__ void BackwardRow(const BackwardArgs& a, int64_t row, 
       for (int i = 0; i < VEC; ++i) acc[i] += dyr[i] * p[it][i];
       StoreFloats(dw + col, acc);
     }
-    if (db != nullptr) {
+    if constexpr (kRegDb) {
+      if (db != nullptr) {
+#pragma unroll
+        for (int i = 0; i < VEC; ++i) db_reg[it][i] += dyr[i];
+      }
+    } else if (db != nullptr) {
       float acc[VEC];
       LoadFloats(db + col, acc);
 #pragma unroll
@@ -208,14 +214,18 @@ __device__ __forceinline__ void WritePartial(const BackwardArgs& a, int chunk, i
 }
 
 // A row group's walk over its chunk's rows (stride rows_per_cta), the next
-// row's x / dy prefetched while the current one is reduced. The saved-stats
-// choice is a template flag, so each walk's loop carries only its own path.
+// row's x / dy prefetched while the current one is reduced. The plain 16-bit
+// 8 x 2 instance (hidden 4096) keeps db in registers (128 registers, no
+// spill; still two 256-thread blocks per SM) and stores it to the group's
+// shared row at the end; wider instances have no registers to spare.
 template <bool kPlain, typename T, int VEC, int ITERS>
 __device__ __forceinline__ void BackwardRows(const BackwardArgs& a, const ChunkRows& c, int group,
                                              int tpr, int t, int rows_per_cta, float* scratch,
                                              float* dw, float* db) {
   // Every group runs the same number of steps (GroupSum synchronizes the block).
   const int64_t steps = (c.end - c.begin + rows_per_cta - 1) / rows_per_cta;
+  constexpr bool kRegDb = kPlain && VEC == 8 && ITERS == 2;
+  float db_reg[ITERS][VEC] = {};
   RawRow<T, VEC, ITERS> raw;
   int64_t row = c.begin + group;
   LoadRawRow(a, row, row < c.end, tpr, t, raw);
@@ -224,8 +234,18 @@ __device__ __forceinline__ void BackwardRows(const BackwardArgs& a, const ChunkR
     const RawRow<T, VEC, ITERS> cur = raw;
     // Prefetch the next row while this one is reduced.
     LoadRawRow(a, next, next < c.end, tpr, t, raw);
-    BackwardRow<kPlain>(a, row, row < c.end, c.has_stats, tpr, t, scratch, cur, dw, db);
+    BackwardRow<kPlain, kRegDb>(a, row, row < c.end, c.has_stats, tpr, t, scratch, cur, dw, db,
+                                db_reg);
     row = next;
+  }
+  if constexpr (kRegDb) {
+    if (db != nullptr) {
+#pragma unroll
+      for (int it = 0; it < ITERS; ++it) {
+        const int col = (it * tpr + t) * VEC;
+        if (col < static_cast<int>(a.hidden)) StoreFloats(db + col, db_reg[it]);
+      }
+    }
   }
 }
 
