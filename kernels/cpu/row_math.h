@@ -185,6 +185,7 @@ inline void ForwardRow(const ForwardRowParams& params, const typename Element<D>
 }
 
 // The last pass of a backward row, for i < d:
+//   r = (p - m) * rstd
 //   dq = rstd * (dr - [i < k] r * coef)   with dr = dy * sw (sw = scale * w)
 //   grad_in = dq - mean_dq (+ grad_residual_out)
 //   dw += dy * r, db += dy                (when kDw / kDb)
@@ -192,7 +193,7 @@ inline void ForwardRow(const ForwardRowParams& params, const typename Element<D>
 // the loops vectorize without run-time alias checks.
 template <DType D, DType R, bool kResidual, bool kDw, bool kDb>
 inline void FinishBackwardRow(const float* __restrict dy, const float* __restrict sw,
-                              const float* __restrict r,
+                              const float* __restrict p, float m,
                               const typename Element<R>::Storage* __restrict grad_residual_out,
                               typename Element<D>::Storage* __restrict grad_in,
                               float* __restrict dw, float* __restrict db, int64_t k, int64_t d,
@@ -200,17 +201,19 @@ inline void FinishBackwardRow(const float* __restrict dy, const float* __restric
   // The body is written out in each loop (no lambda): accesses through a
   // closure lose the restrict qualifiers, and fp32 loops then stay scalar.
   for (int64_t i = 0; i < k; ++i) {
-    float dx = rstd * (dy[i] * sw[i] - r[i] * coef) - mean_dq;
+    const float r = (p[i] - m) * rstd;
+    float dx = rstd * (dy[i] * sw[i] - r * coef) - mean_dq;
     if constexpr (kResidual) dx += Element<R>::Load(grad_residual_out[i]);
     grad_in[i] = Element<D>::Store(dx);
-    if constexpr (kDw) dw[i] += dy[i] * r[i];
+    if constexpr (kDw) dw[i] += dy[i] * r;
     if constexpr (kDb) db[i] += dy[i];
   }
   for (int64_t i = k; i < d; ++i) {
+    const float r = (p[i] - m) * rstd;
     float dx = rstd * (dy[i] * sw[i]) - mean_dq;
     if constexpr (kResidual) dx += Element<R>::Load(grad_residual_out[i]);
     grad_in[i] = Element<D>::Store(dx);
-    if constexpr (kDw) dw[i] += dy[i] * r[i];
+    if constexpr (kDw) dw[i] += dy[i] * r;
     if constexpr (kDb) db[i] += dy[i];
   }
 }
@@ -236,10 +239,8 @@ inline void BackwardRow(const BackwardRowParams& params, const typename Element<
   const float m = stats.mean;
   const float rstd = stats.rstd;
 
-  // Pass 1: r = q * rstd into scratch0 (in place when p is already there),
-  // dy in fp32 into scratch1 (half types only).
-  float* r = scratch0;
-  for (int64_t i = 0; i < d; ++i) r[i] = (p[i] - m) * rstd;
+  // dy in fp32: grad_out itself, or converted into scratch1 (half types).
+  // r = (p - m) * rstd is recomputed where needed rather than stored.
   const float* dy;
   if constexpr (D == DType::kF32) {
     dy = grad_out;
@@ -248,7 +249,7 @@ inline void BackwardRow(const BackwardRowParams& params, const typename Element<
     dy = scratch1;
   }
 
-  // Pass 2 (reads only): with dr = dy * scale * w, the row sums r . dr and,
+  // Pass 1 (reads only): with dr = dy * scale * w, the row sums r . dr and,
   // for LayerNorm, sum(dr) and sum_{i<k} r.
   const float* sw = params.scaled_weight;
   double r_dot_dr;
@@ -256,18 +257,20 @@ inline void BackwardRow(const BackwardRowParams& params, const typename Element<
   double sum_rk = 0.0;
   if (params.center) {
     const std::array<double, 3> head = BlockedSums<3>(0, k, [=](int64_t i) {
-      const float dri = dy[i] * sw[i];
-      return std::array<float, 3>{dri * r[i], dri, r[i]};
+      const float r = (p[i] - m) * rstd;
+      const float dr = dy[i] * sw[i];
+      return std::array<float, 3>{dr * r, dr, r};
     });
     const std::array<double, 2> tail = BlockedSums<2>(k, d, [=](int64_t i) {
-      const float dri = dy[i] * sw[i];
-      return std::array<float, 2>{dri * r[i], dri};
+      const float r = (p[i] - m) * rstd;
+      const float dr = dy[i] * sw[i];
+      return std::array<float, 2>{dr * r, dr};
     });
     r_dot_dr = head[0] + tail[0];
     sum_dr = head[1] + tail[1];
     sum_rk = head[2];
   } else {
-    r_dot_dr = BlockedSum(d, [=](int64_t i) { return dy[i] * sw[i] * r[i]; });
+    r_dot_dr = BlockedSum(d, [=](int64_t i) { return dy[i] * sw[i] * ((p[i] - m) * rstd); });
   }
 
   // dq = rstd * (dr - [i < k] r * (r . dr) / k); dp = dq - mean(dq) for
@@ -280,11 +283,11 @@ inline void BackwardRow(const BackwardRowParams& params, const typename Element<
   const float coef = static_cast<float>(coef_d);
   const float mean_dq = static_cast<float>(mean_dq_d);
 
-  // Pass 3: dx and the chunk partials of dw and db.
+  // Pass 2: dx and the chunk partials of dw and db.
   auto finish = [&](auto residual, auto with_dw, auto with_db) {
     FinishBackwardRow<D, R, decltype(residual)::value, decltype(with_dw)::value,
-                      decltype(with_db)::value>(dy, sw, r, grad_residual_out, grad_in, dw_partial,
-                                                db_partial, k, d, rstd, coef, mean_dq);
+                      decltype(with_db)::value>(dy, sw, p, m, grad_residual_out, grad_in,
+                                                dw_partial, db_partial, k, d, rstd, coef, mean_dq);
   };
   auto with_partials = [&](auto residual) {
     if (dw_partial != nullptr && db_partial != nullptr) {

@@ -113,7 +113,9 @@ void RunBackward(RowPool& pool, const BackwardBatch& batch) {
                           segment.grad_bias);
     }
   };
-  if (parallel) {
+  // A small reduction costs less than waking the workers a second time.
+  const bool parallel_reduce = parallel && chunk_base[segments] * d >= kParallelMinReduceElements;
+  if (parallel_reduce) {
     pool.ParallelFor(static_cast<int64_t>(columns.size()), reduce);
   } else {
     for (size_t t = 0; t < columns.size(); ++t) reduce(static_cast<int64_t>(t));

@@ -16,6 +16,10 @@ inline constexpr int64_t kTaskElements = 32 * 1024;
 // workers would cost more than it saves.
 inline constexpr int64_t kParallelMinElements = 64 * 1024;
 
+// Backward's grad_weight / grad_bias reduction runs on the calling thread
+// alone below this many partial elements (chunks * hidden).
+inline constexpr int64_t kParallelMinReduceElements = 1024 * 1024;
+
 // Rows per task for rows of `hidden` elements (at least 1).
 inline int64_t RowsPerTask(int64_t hidden) { return std::max<int64_t>(1, kTaskElements / hidden); }
 
