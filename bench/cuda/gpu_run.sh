@@ -34,20 +34,6 @@ if has bench; then
       --json "$OUT/ours_$dt.jsonl" 2>&1 | tee "$OUT/ours_$dt.md"
   done
 fi
-if has sweep; then
-  # Tuning sweep (bf16): preferred vectors per thread, forward and backward.
-  stamp sweep
-  for v in 4 8; do
-    NORMSERVE_CUDA_ITERS_FWD=$v "$BUILD/bench/cuda/normserve_cuda_bench" --dtype bf16 \
-      --ops rms_fwd,ln_fwd,add_rms_fwd --reps 50 > "$OUT/sweep_fwd$v.md" 2>&1
-  done
-  for v in 2 4; do
-    NORMSERVE_CUDA_ITERS_BWD=$v "$BUILD/bench/cuda/normserve_cuda_bench" --dtype bf16 \
-      --ops rms_bwd,ln_bwd --reps 50 > "$OUT/sweep_bwd$v.md" 2>&1
-  done
-  paste -d' ' <(cut -d'|' -f2-5 "$OUT/sweep_fwd4.md") <(cut -d'|' -f5 "$OUT/sweep_fwd8.md")
-  paste -d' ' <(cut -d'|' -f2-5 "$OUT/sweep_bwd2.md") <(cut -d'|' -f5 "$OUT/sweep_bwd4.md")
-fi
 if has ncu; then
   stamp ncu
   ncu --kernel-name regex:BackwardKernel --launch-count 1 --section SpeedOfLight \
@@ -77,5 +63,5 @@ if has sanitize; then
 fi
 stamp done
 # At most 8 files come back: keep the tables and JSON, bundle the logs.
-(cd "$OUT" && tar czf logs.tgz --remove-files *.log *.txt sweep_*.md 2>/dev/null)
+(cd "$OUT" && tar czf logs.tgz --remove-files *.log *.txt 2>/dev/null)
 ls "$OUT"

@@ -101,13 +101,12 @@ __device__ __forceinline__ void LoadScaledWeight(const BackwardArgs& a, int col,
 // column owned by one thread; null when the launch wants neither).
 // kPlain: the launch has neither y nor grad_residual_out (their terms are then
 // the constant 0, added exactly as the generic code adds a loaded 0, so the
-// bits are the same). kRegDb: db accumulates in `db_reg` (registers) instead
-// of shared memory, in the same order, so its bits are the same too.
-template <bool kPlain, bool kRegDb, typename T, int VEC, int ITERS>
+// bits are the same).
+template <bool kPlain, typename T, int VEC, int ITERS>
 __device__ __forceinline__ void BackwardRow(const BackwardArgs& a, int64_t row, bool live,
-                                            bool has_stats, int tpr, int t, float* scratch,
-                                            const RawRow<T, VEC, ITERS>& raw, float* dw, float* db,
-                                            float (&db_reg)[ITERS][VEC]) {
+                                            bool has_stats, int tpr, int t, GroupScratch& scratch,
+                                            const RawRow<T, VEC, ITERS>& raw, float* dw,
+                                            float* db) {
   const int d = static_cast<int>(a.hidden);
   const int k = static_cast<int>(a.norm.stat_len);
   float p[ITERS][VEC];  // p = x + y, then r
@@ -184,12 +183,7 @@ __device__ __forceinline__ void BackwardRow(const BackwardArgs& a, int64_t row, 
       for (int i = 0; i < VEC; ++i) acc[i] += dyr[i] * p[it][i];
       StoreFloats(dw + col, acc);
     }
-    if constexpr (kRegDb) {
-      if (db != nullptr) {
-#pragma unroll
-        for (int i = 0; i < VEC; ++i) db_reg[it][i] += dyr[i];
-      }
-    } else if (db != nullptr) {
+    if (db != nullptr) {
       float acc[VEC];
       LoadFloats(db + col, acc);
 #pragma unroll
@@ -214,18 +208,13 @@ __device__ __forceinline__ void WritePartial(const BackwardArgs& a, int chunk, i
 }
 
 // A row group's walk over its chunk's rows (stride rows_per_cta), the next
-// row's x / dy prefetched while the current one is reduced. The plain 16-bit
-// 8 x 2 instance (hidden 4096) keeps db in registers (128 registers, no
-// spill; still two 256-thread blocks per SM) and stores it to the group's
-// shared row at the end; wider instances have no registers to spare.
+// row's x / dy prefetched while the current one is reduced.
 template <bool kPlain, typename T, int VEC, int ITERS>
 __device__ __forceinline__ void BackwardRows(const BackwardArgs& a, const ChunkRows& c, int group,
-                                             int tpr, int t, int rows_per_cta, float* scratch,
-                                             float* dw, float* db) {
+                                             int tpr, int t, int rows_per_cta,
+                                             GroupScratch& scratch, float* dw, float* db) {
   // Every group runs the same number of steps (GroupSum synchronizes the block).
   const int64_t steps = (c.end - c.begin + rows_per_cta - 1) / rows_per_cta;
-  constexpr bool kRegDb = kPlain && VEC == 8 && ITERS == 2;
-  float db_reg[ITERS][VEC] = {};
   RawRow<T, VEC, ITERS> raw;
   int64_t row = c.begin + group;
   LoadRawRow(a, row, row < c.end, tpr, t, raw);
@@ -234,18 +223,8 @@ __device__ __forceinline__ void BackwardRows(const BackwardArgs& a, const ChunkR
     const RawRow<T, VEC, ITERS> cur = raw;
     // Prefetch the next row while this one is reduced.
     LoadRawRow(a, next, next < c.end, tpr, t, raw);
-    BackwardRow<kPlain, kRegDb>(a, row, row < c.end, c.has_stats, tpr, t, scratch, cur, dw, db,
-                                db_reg);
+    BackwardRow<kPlain>(a, row, row < c.end, c.has_stats, tpr, t, scratch, cur, dw, db);
     row = next;
-  }
-  if constexpr (kRegDb) {
-    if (db != nullptr) {
-#pragma unroll
-      for (int it = 0; it < ITERS; ++it) {
-        const int col = (it * tpr + t) * VEC;
-        if (col < static_cast<int>(a.hidden)) StoreFloats(db + col, db_reg[it]);
-      }
-    }
   }
 }
 
@@ -258,7 +237,8 @@ __global__ void __launch_bounds__(kMaxThreads)
                    const int64_t chunk_rows) {
   // dw / db accumulators, [2][rows_per_cta][hidden], when partials are wanted.
   extern __shared__ float acc[];
-  __shared__ float scratch[kMaxWarps * 3];
+  __shared__ float scratch_buffers[GroupScratch::kFloats];
+  GroupScratch scratch{scratch_buffers};
   const int group = threadIdx.x / tpr;
   const int t = threadIdx.x - group * tpr;
   const int d = static_cast<int>(a.hidden);
@@ -298,7 +278,8 @@ __global__ void __launch_bounds__(kMaxThreads)
 template <typename T, int VEC>
 __global__ void __launch_bounds__(kMaxThreads)
     BackwardStreamKernel(const BackwardArgs a, const int64_t chunk_rows) {
-  __shared__ float scratch[kMaxWarps * 3];
+  __shared__ float scratch_buffers[GroupScratch::kFloats];
+  GroupScratch scratch{scratch_buffers};
   const int tpr = blockDim.x;
   const int t = threadIdx.x;
   const int d = static_cast<int>(a.hidden);
@@ -325,7 +306,7 @@ __global__ void __launch_bounds__(kMaxThreads)
 
   for (int64_t row = c.begin; row < c.end; ++row) {
     const int64_t base = row * a.hidden;
-    auto load = [&](int col, float (&p)[VEC], float (&dy)[VEC], float (&sw)[VEC]) {
+    auto load = [&](int col, float(&p)[VEC], float(&dy)[VEC], float(&sw)[VEC]) {
       float yv[VEC] = {};
       LoadFloats(static_cast<const T*>(a.x) + base + col, p);
       if (a.y != nullptr) LoadFloats(static_cast<const T*>(a.y) + base + col, yv);
@@ -387,8 +368,7 @@ __global__ void __launch_bounds__(kMaxThreads)
     GroupSum(sums, tpr, scratch);
     const float coef = sums[0] / static_cast<float>(k);
     const float mean_dq =
-        a.norm.center ? __fmul_rn(rstd, sums[1] - coef * sums[2]) / static_cast<float>(d)
-                      : 0.0f;
+        a.norm.center ? __fmul_rn(rstd, sums[1] - coef * sums[2]) / static_cast<float>(d) : 0.0f;
     for (int col = t * VEC; col < d; col += tpr * VEC) {
       float p[VEC], dy[VEC], sw[VEC], g[VEC] = {}, dx[VEC];
       load(col, p, dy, sw);
@@ -409,15 +389,18 @@ __global__ void __launch_bounds__(kMaxThreads)
   }
 }
 
-// Stage two: out[s][j] = scale_j * sum over segment s's chunks c, in order of c,
-// of partial[c][j]. Block (32 columns x 8 lanes); lane l sums chunks
-// l, l + 8, ...; the 8 lane sums are then added in lane order.
+// Stage two: out[s][j] = scale_j * sum over segment s's chunks c of
+// partial[c][j], in a fixed order. Block (32 columns x kReduceLanes lanes);
+// lane l sums chunks l, l + kReduceLanes, ... (loads unrolled, so a lane has
+// several in flight), and the lane sums are then added in lane order.
 // blockIdx.y = segment, blockIdx.z = 0 for dw, 1 for db. (A template only so
 // that each per-dtype translation unit may instantiate it.)
+inline constexpr int kReduceLanes = 16;
+
 template <typename T>
-__global__ void __launch_bounds__(256)
+__global__ void __launch_bounds__(32 * kReduceLanes)
     ReducePartialsKernel(const BackwardArgs a, const int total_chunks) {
-  __shared__ float lanes[8][33];
+  __shared__ float lanes[kReduceLanes][33];
   const int which = blockIdx.z;
   float* out = which == 0 ? a.grad_weight : a.grad_bias;
   if (out == nullptr) return;
@@ -428,11 +411,12 @@ __global__ void __launch_bounds__(256)
     first = a.segments[segment].chunk_begin;
     last = segment + 1 < a.num_segments ? a.segments[segment + 1].chunk_begin : total_chunks;
   }
-  const float* partial =
-      static_cast<const float*>(a.workspace) + static_cast<int64_t>(which) * total_chunks * a.hidden;
+  const float* partial = static_cast<const float*>(a.workspace) +
+                         static_cast<int64_t>(which) * total_chunks * a.hidden;
   float sum = 0.0f;
   if (col < a.hidden) {
-    for (int chunk = first + threadIdx.y; chunk < last; chunk += 8) {
+#pragma unroll 4
+    for (int chunk = first + threadIdx.y; chunk < last; chunk += kReduceLanes) {
       sum += partial[chunk * a.hidden + col];
     }
   }
@@ -440,7 +424,7 @@ __global__ void __launch_bounds__(256)
   __syncthreads();
   if (threadIdx.y == 0 && col < a.hidden) {
     float total = 0.0f;
-    for (int l = 0; l < 8; ++l) total += lanes[l][threadIdx.x];
+    for (int l = 0; l < kReduceLanes; ++l) total += lanes[l][threadIdx.x];
     out[segment * a.hidden + col] = which == 0 ? total * a.norm.scale : total;
   }
 }

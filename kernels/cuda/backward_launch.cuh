@@ -4,6 +4,7 @@
 #define NORMSERVE_KERNELS_CUDA_BACKWARD_LAUNCH_CUH_
 
 #include "backward_kernels.cuh"
+#include "backward_staged.cuh"
 #include "dispatch.cuh"
 #include "launch.h"
 #include "row_layout.h"
@@ -13,9 +14,8 @@ namespace normserve::kernels::cuda {
 template <typename T>
 cudaError_t LaunchBackwardTyped(const BackwardArgs& in, cudaStream_t stream) {
   BackwardArgs a = in;
-  const bool aligned = VectorAligned(a.dtype, a.hidden,
-                                     {a.x, a.y, a.grad_out, a.grad_residual_out, a.weight,
-                                      a.grad_in});
+  const bool aligned = VectorAligned(
+      a.dtype, a.hidden, {a.x, a.y, a.grad_out, a.grad_residual_out, a.weight, a.grad_in});
   const RowLayout layout = ChooseRowLayout(Pass::kBackward, a.dtype, a.hidden, aligned);
   int64_t chunk_rows = 0;
   if (a.segments == nullptr) {
@@ -29,27 +29,42 @@ cudaError_t LaunchBackwardTyped(const BackwardArgs& in, cudaStream_t stream) {
   if (a.num_segments < 1 || a.num_segments > 65535) return cudaErrorInvalidValue;
 
   if (a.total_chunks > 0) {
-    const cudaError_t err = DispatchRowLayout<Pass::kBackward, T>(layout, [&](auto vec, auto iters) {
+    const cudaError_t err = DispatchRowLayout<Pass::kBackward, T>(layout, [&](auto vec,
+                                                                              auto iters) {
       constexpr int kVec = decltype(vec)::value;
       constexpr int kIters = decltype(iters)::value;
       if constexpr (kIters == 0) {
         BackwardStreamKernel<T, kVec><<<a.total_chunks, kMaxThreads, 0, stream>>>(a, chunk_rows);
       } else {
+        const bool plain = a.y == nullptr && a.grad_residual_out == nullptr;
+        // Plain 16-bit rows of full vectors take the staged kernel; fp32 rows
+        // measured faster on the register kernel (both on the H100,
+        // bench/results/gpu-2026-11-23-round4.md).
+        if constexpr (sizeof(T) == 2 && kVec == 8) {
+          if (plain) {
+            auto* staged = &BackwardStagedKernel<T, kVec, kIters>;
+            const size_t bytes = StagedSharedBytes(layout, a.hidden, sizeof(T));
+            if (const cudaError_t err = AllowDynamicShared(staged, bytes); err != cudaSuccess) {
+              return err;
+            }
+            staged<<<a.total_chunks, layout.threads(), bytes, stream>>>(
+                a, layout.tpr, layout.rows_per_cta, chunk_rows);
+            return cudaGetLastError();
+          }
+        }
         // dw / db accumulators: [2][rows_per_cta][hidden] fp32.
-        const size_t acc_bytes =
-            partials ? 2 * sizeof(float) * layout.rows_per_cta * a.hidden : 0;
+        const size_t acc_bytes = partials ? 2 * sizeof(float) * layout.rows_per_cta * a.hidden : 0;
         // The specialised "plain" instance (no y, no grad_residual_out) exists
-        // for full-width vectors only, to keep the instance count down.
+        // for fp32 full-width vectors only (16-bit ones are staged), to keep
+        // the instance count down.
         auto* kernel = &BackwardKernel<T, kVec, kIters, false>;
-        if constexpr (kVec != 1) {
-          if (a.y == nullptr && a.grad_residual_out == nullptr) {
+        if constexpr (sizeof(T) == 4 && kVec != 1) {
+          if (plain) {
             kernel = &BackwardKernel<T, kVec, kIters, true>;
           }
         }
-        if (acc_bytes > 48 * 1024) {
-          const cudaError_t err = cudaFuncSetAttribute(
-              kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(acc_bytes));
-          if (err != cudaSuccess) return err;
+        if (const cudaError_t err = AllowDynamicShared(kernel, acc_bytes); err != cudaSuccess) {
+          return err;
         }
         kernel<<<a.total_chunks, layout.threads(), acc_bytes, stream>>>(
             a, layout.tpr, layout.rows_per_cta, chunk_rows);
@@ -60,7 +75,7 @@ cudaError_t LaunchBackwardTyped(const BackwardArgs& in, cudaStream_t stream) {
   }
   if (partials) {
     const dim3 grid(static_cast<unsigned>((a.hidden + 31) / 32), a.num_segments, 2);
-    ReducePartialsKernel<T><<<grid, dim3(32, 8), 0, stream>>>(a, a.total_chunks);
+    ReducePartialsKernel<T><<<grid, dim3(32, kReduceLanes), 0, stream>>>(a, a.total_chunks);
     return cudaGetLastError();
   }
   return cudaSuccess;

@@ -8,24 +8,29 @@
 #ifndef NORMSERVE_KERNELS_CUDA_FORWARD_KERNELS_CUH_
 #define NORMSERVE_KERNELS_CUDA_FORWARD_KERNELS_CUH_
 
+#include "async_copy.cuh"
 #include "launch.h"
 #include "row_layout.h"
 #include "row_ops.cuh"
 
 namespace normserve::kernels::cuda {
 
-// Row statistics from the fp32 row held in registers.
-template <int VEC, int ITERS>
-__device__ __forceinline__ void RowStats(const float (&p)[ITERS][VEC], int tpr, int t, int d,
-                                         const NormScalars& norm, float* scratch, float& mean,
-                                         float& rstd) {
+// Row statistics of a row group's row. `load(it, v)` fills v with the fp32
+// values of the thread's vector `it` (zeros past the row's end); every caller
+// forms them the same way, so the statistics' bits depend on the row alone.
+template <int VEC, int ITERS, typename Load, typename Scratch>
+__device__ __forceinline__ void RowStatsOf(Load load, int tpr, int t, int d,
+                                           const NormScalars& norm, Scratch& scratch, float& mean,
+                                           float& rstd) {
   mean = 0.0f;
   if (norm.center) {
     float sum[1] = {0.0f};
 #pragma unroll
     for (int it = 0; it < ITERS; ++it) {
+      float p[VEC];
+      load(it, p);
 #pragma unroll
-      for (int i = 0; i < VEC; ++i) sum[0] += p[it][i];  // padding holds zeros
+      for (int i = 0; i < VEC; ++i) sum[0] += p[i];
     }
     GroupSum(sum, tpr, scratch);
     mean = sum[0] / static_cast<float>(d);
@@ -35,9 +40,11 @@ __device__ __forceinline__ void RowStats(const float (&p)[ITERS][VEC], int tpr, 
 #pragma unroll
   for (int it = 0; it < ITERS; ++it) {
     const int col = (it * tpr + t) * VEC;
+    float p[VEC];
+    load(it, p);
 #pragma unroll
     for (int i = 0; i < VEC; ++i) {
-      const float q = p[it][i] - mean;
+      const float q = p[i] - mean;
       sum_sq[0] += col + i < k ? q * q : 0.0f;
     }
   }
@@ -45,15 +52,33 @@ __device__ __forceinline__ void RowStats(const float (&p)[ITERS][VEC], int tpr, 
   rstd = 1.0f / sqrtf(sum_sq[0] / static_cast<float>(k) + norm.eps);
 }
 
+// Row statistics from the fp32 row held in registers (padding holds zeros).
+template <int VEC, int ITERS>
+__device__ __forceinline__ void RowStats(const float (&p)[ITERS][VEC], int tpr, int t, int d,
+                                         const NormScalars& norm, GroupScratch& scratch,
+                                         float& mean, float& rstd) {
+  RowStatsOf<VEC, ITERS>(
+      [&](int it, float(&v)[VEC]) {
+#pragma unroll
+        for (int i = 0; i < VEC; ++i) v[i] = p[it][i];
+      },
+      tpr, t, d, norm, scratch, mean, rstd);
+}
+
 // One row per group of tpr threads, held in registers: read once, written once.
-// kPreload (launches of at most one block per SM, chosen by the launcher):
-// weight and bias are loaded together with the row, before its reduction, so
-// a latency-bound launch makes one memory round trip instead of two. The
-// arithmetic is the same either way, so a row's bits do not depend on it.
+// kPreload (launches of at most one block per SM, 16-byte vectors; chosen by
+// the launcher): weight and bias are copied into shared memory (cp.async, no
+// registers) while the row is loaded and reduced, so a latency-bound launch
+// makes one memory round trip instead of two. Each thread copies and reads
+// back only its own columns, so no barrier is needed. The arithmetic is the
+// same either way, so a row's bits do not depend on it.
 template <typename T, int VEC, int ITERS, bool kPreload>
 __global__ void __launch_bounds__(kMaxThreads)
     ForwardKernel(const ForwardArgs a, const int tpr, const int rows_per_cta) {
-  __shared__ float scratch[kMaxWarps];
+  // kPreload: [rows_per_cta][weight, bias][hidden] as stored.
+  extern __shared__ __align__(16) unsigned char preloaded[];
+  __shared__ float scratch_buffers[GroupScratch::kFloats];
+  GroupScratch scratch{scratch_buffers};
   const int group = threadIdx.x / tpr;
   const int t = threadIdx.x - group * tpr;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * rows_per_cta + group;
@@ -80,50 +105,43 @@ __global__ void __launch_bounds__(kMaxThreads)
     for (int i = 0; i < VEC; ++i) p[it][i] += yv[i];
   }
 
-  // Preloaded weight / bias as stored (only in the kPreload instance).
-  Vec<T, VEC> wpre[kPreload ? ITERS : 1], bpre[kPreload ? ITERS : 1];
+  const T* weight = static_cast<const T*>(a.weight);
+  const T* bias = static_cast<const T*>(a.bias);
   if constexpr (kPreload) {
+    static_assert(sizeof(T) * VEC == 16, "cp.async moves 16-byte vectors");
+    T* weight_copy = reinterpret_cast<T*>(preloaded) + static_cast<int64_t>(group) * 2 * d;
+    T* bias_copy = weight_copy + d;
 #pragma unroll
     for (int it = 0; it < ITERS; ++it) {
       const int col = (it * tpr + t) * VEC;
       if (live && col < d) {
-        if (a.weight != nullptr) {
-          wpre[it] = *reinterpret_cast<const Vec<T, VEC>*>(static_cast<const T*>(a.weight) + col);
-        }
-        if (a.bias != nullptr) {
-          bpre[it] = *reinterpret_cast<const Vec<T, VEC>*>(static_cast<const T*>(a.bias) + col);
-        }
+        if (weight != nullptr) CpAsync16(weight_copy + col, weight + col, true);
+        if (bias != nullptr) CpAsync16(bias_copy + col, bias + col, true);
       }
     }
+    CpAsyncCommit();
+    if (weight != nullptr) weight = weight_copy;
+    if (bias != nullptr) bias = bias_copy;
   }
 
   float mean, rstd;
   RowStats(p, tpr, t, d, a.norm, scratch, mean, rstd);
   const float mul = rstd * a.norm.scale;
+  if constexpr (kPreload) CpAsyncWait<0>();  // this thread's weight / bias copies
 
 #pragma unroll
   for (int it = 0; it < ITERS; ++it) {
     const int col = (it * tpr + t) * VEC;
     if (!live || col >= d) continue;
     float w[VEC], b[VEC], o[VEC];
-    if (a.weight != nullptr) {
-      if constexpr (kPreload) {
-#pragma unroll
-        for (int i = 0; i < VEC; ++i) w[i] = ToFloat(wpre[it].v[i]);
-      } else {
-        LoadFloats(static_cast<const T*>(a.weight) + col, w);
-      }
+    if (weight != nullptr) {
+      LoadFloats(weight + col, w);
     } else {
 #pragma unroll
       for (int i = 0; i < VEC; ++i) w[i] = 1.0f;
     }
-    if (a.bias != nullptr) {
-      if constexpr (kPreload) {
-#pragma unroll
-        for (int i = 0; i < VEC; ++i) b[i] = ToFloat(bpre[it].v[i]);
-      } else {
-        LoadFloats(static_cast<const T*>(a.bias) + col, b);
-      }
+    if (bias != nullptr) {
+      LoadFloats(bias + col, b);
     } else {
 #pragma unroll
       for (int i = 0; i < VEC; ++i) b[i] = 0.0f;
@@ -145,7 +163,8 @@ __global__ void __launch_bounds__(kMaxThreads)
 // (sum, sum of squares, output); the row stays in L2 between passes.
 template <typename T, int VEC>
 __global__ void __launch_bounds__(kMaxThreads) ForwardStreamKernel(const ForwardArgs a) {
-  __shared__ float scratch[kMaxWarps];
+  __shared__ float scratch_buffers[GroupScratch::kFloats];
+  GroupScratch scratch{scratch_buffers};
   const int tpr = blockDim.x;
   const int t = threadIdx.x;
   const int64_t row = blockIdx.x;
@@ -155,7 +174,7 @@ __global__ void __launch_bounds__(kMaxThreads) ForwardStreamKernel(const Forward
   const T* x = static_cast<const T*>(a.x) + base;
   const T* y = static_cast<const T*>(a.y) + base;
   const bool residual_f32 = a.residual_dtype == DType::kF32;
-  auto load_p = [&](int col, float (&p)[VEC]) {
+  auto load_p = [&](int col, float(&p)[VEC]) {
     float yv[VEC] = {};
     LoadFloats(x + col, p);
     if (a.y != nullptr) LoadFloats(y + col, yv);

@@ -3,8 +3,6 @@
 #ifndef NORMSERVE_KERNELS_CUDA_FORWARD_LAUNCH_CUH_
 #define NORMSERVE_KERNELS_CUDA_FORWARD_LAUNCH_CUH_
 
-#include <cstdlib>
-
 #include "dispatch.cuh"
 #include "forward_kernels.cuh"
 #include "launch.h"
@@ -22,29 +20,27 @@ cudaError_t LaunchForwardTyped(const ForwardArgs& a, cudaStream_t stream) {
     constexpr int kVec = decltype(vec)::value;
     constexpr int kIters = decltype(iters)::value;
     if constexpr (kIters == 0) {
-      ForwardStreamKernel<T, kVec>
-          <<<static_cast<unsigned>(a.rows), kMaxThreads, 0, stream>>>(a);
+      ForwardStreamKernel<T, kVec><<<static_cast<unsigned>(a.rows), kMaxThreads, 0, stream>>>(a);
     } else {
       const int64_t blocks = (a.rows + layout.rows_per_cta - 1) / layout.rows_per_cta;
       // At most one block per SM (MaxChunksPerSegment is 2 per SM): the launch
-      // is latency-bound, so weight / bias are loaded up front. Experiment
-      // knob (benchmark only): NORMSERVE_CUDA_PRELOAD=0 turns that off.
-      static const bool preload_off = [] {
-        const char* v = std::getenv("NORMSERVE_CUDA_PRELOAD");
-        return v != nullptr && v[0] == '0';
-      }();
+      // is latency-bound, so weight / bias are preloaded into shared memory
+      // while the row is reduced (16-byte vectors only; cp.async).
       auto* kernel = &ForwardKernel<T, kVec, kIters, false>;
-      // fp32 only, up to 32 elements per thread: measured on the H100
-      // (bench/results/gpu-2026-11-23-round2.md), fp32 256 x 4096 / 1 x 4096
-      // gain 1.3-2.5 us per call, while the 16-bit 8 x 4 preload instance
-      // spills (128 registers) and lost 1.7-3.2 us.
-      if constexpr (sizeof(T) == 4 && kVec * kIters <= 32) {
-        if (!preload_off && 2 * blocks <= MaxChunksPerSegment()) {
+      size_t preload_bytes = 0;
+      if constexpr (kVec * sizeof(T) == 16) {
+        if (2 * blocks <= MaxChunksPerSegment()) {
           kernel = &ForwardKernel<T, kVec, kIters, true>;
+          preload_bytes = 2 * sizeof(T) * static_cast<size_t>(layout.rows_per_cta) *
+                          static_cast<size_t>(a.hidden);
+          if (const cudaError_t err = AllowDynamicShared(kernel, preload_bytes);
+              err != cudaSuccess) {
+            return err;
+          }
         }
       }
-      kernel<<<static_cast<unsigned>(blocks), layout.threads(), 0, stream>>>(a, layout.tpr,
-                                                                          layout.rows_per_cta);
+      kernel<<<static_cast<unsigned>(blocks), layout.threads(), preload_bytes, stream>>>(
+          a, layout.tpr, layout.rows_per_cta);
     }
     return cudaGetLastError();
   });

@@ -12,7 +12,6 @@
 #define NORMSERVE_KERNELS_CUDA_ROW_LAYOUT_H_
 
 #include <cstdint>
-#include <cstdlib>
 
 #include "normserve/kernels/dtype.h"
 
@@ -40,21 +39,6 @@ struct RowLayout {
   bool streaming() const { return iters == 0; }
 };
 
-// Benchmark-only tuning knob: NORMSERVE_CUDA_ITERS_FWD / NORMSERVE_CUDA_ITERS_BWD
-// override the preferred vectors per thread. Read once per process, so every
-// launch of a process still uses one layout per (pass, dtype, hidden).
-inline int TunedPreferredIters(Pass pass) {
-  static const int fwd = [] {
-    const char* v = std::getenv("NORMSERVE_CUDA_ITERS_FWD");
-    return v == nullptr ? 0 : std::atoi(v);
-  }();
-  static const int bwd = [] {
-    const char* v = std::getenv("NORMSERVE_CUDA_ITERS_BWD");
-    return v == nullptr ? 0 : std::atoi(v);
-  }();
-  return pass == Pass::kForward ? fwd : bwd;
-}
-
 inline RowLayout ChooseRowLayout(Pass pass, DType dtype, int64_t hidden, bool aligned) {
   RowLayout layout;
   const int full_vec = static_cast<int>(16 / DTypeSize(dtype));
@@ -79,7 +63,6 @@ inline RowLayout ChooseRowLayout(Pass pass, DType dtype, int64_t hidden, bool al
     if (pass == Pass::kForward && (vectors + 3) / 4 > kTargetThreads) preferred = 8;
     if (pass == Pass::kBackward && (vectors + 1) / 2 == kTargetThreads) preferred = 2;
   }
-  if (const int tuned = TunedPreferredIters(pass); tuned > 0) preferred = tuned;
   int64_t tpr = (vectors + preferred - 1) / preferred;
   if (tpr <= 32) {
     int pow2 = 1;

@@ -5,6 +5,7 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_runtime_api.h>
 
 #include <cstdint>
 
@@ -74,14 +75,43 @@ __device__ __forceinline__ void StoreFloatsEither(void* base, int64_t index, boo
 
 // Largest block the kernels launch, in warps: sizes the reduction scratch.
 inline constexpr int kMaxWarps = 16;
+// Most values one GroupSum call reduces.
+inline constexpr int kMaxGroupSums = 3;
+
+// Shared-memory scratch of GroupSum. Double-buffered: consecutive calls write
+// alternate halves, so a call needs one block barrier instead of two (a thread
+// writes a half again only after the barrier of the call in between, which
+// every reader of that half has passed). Every thread of the block makes the
+// same sequence of GroupSum calls, so `phase` stays block-uniform.
+// kDoubleBuffered = false saves the phase register and pays the second
+// barrier: the staged backward kernel, short of registers, measured faster so
+// (bench/results/gpu-2026-11-23-round4.md).
+template <bool kDoubleBuffered>
+struct GroupScratchOf {
+  static constexpr int kFloats = 2 * kMaxWarps * kMaxGroupSums;
+  float* buffers;  // __shared__ float[kFloats]
+  int phase = 0;
+};
+using GroupScratch = GroupScratchOf<true>;
+
+// Host side: dynamic shared memory that, with a kernel's static GroupSum
+// scratch, goes beyond the default 48 KB needs the kernel's opt-in.
+template <typename Kernel>
+cudaError_t AllowDynamicShared(Kernel* kernel, size_t bytes) {
+  constexpr size_t kStaticBytes = sizeof(float) * GroupScratch::kFloats;
+  if (bytes + kStaticBytes <= 48 * 1024) return cudaSuccess;
+  return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              static_cast<int>(bytes));
+}
 
 // Sums each of v[0..N) over the `tpr` threads of the caller's row group
 // (threads [g * tpr, (g + 1) * tpr) of the block); every thread of the group
 // gets the same bits. The order of additions depends on tpr alone. Every
-// thread of the block must call it (it synchronizes the block when tpr > 32);
-// `scratch` holds kMaxWarps * N floats.
-template <int N>
-__device__ __forceinline__ void GroupSum(float (&v)[N], int tpr, float* scratch) {
+// thread of the block must call it (it synchronizes the block when tpr > 32).
+template <int N, bool kDoubleBuffered>
+__device__ __forceinline__ void GroupSum(float (&v)[N], int tpr,
+                                         GroupScratchOf<kDoubleBuffered>& scratch) {
+  static_assert(N <= kMaxGroupSums, "scratch holds kMaxGroupSums values per warp");
   const int width = tpr < 32 ? tpr : 32;
   // A butterfly: lane i and its partner add the same two partials, so all
   // lanes end with identical sums.
@@ -90,19 +120,25 @@ __device__ __forceinline__ void GroupSum(float (&v)[N], int tpr, float* scratch)
     for (int i = 0; i < N; ++i) v[i] += __shfl_xor_sync(0xffffffffu, v[i], offset);
   }
   if (tpr > 32) {
+    float* buffer = scratch.buffers;
+    if constexpr (kDoubleBuffered) {
+      buffer += scratch.phase * kMaxWarps * kMaxGroupSums;
+      scratch.phase ^= 1;
+    } else {
+      __syncthreads();  // the previous call's readers are done with the buffer
+    }
     const int warp = threadIdx.x / 32;
     const int warps_per_group = tpr / 32;
     const int first = warp / warps_per_group * warps_per_group;
-    __syncthreads();  // the previous call's readers are done with scratch
     if (threadIdx.x % 32 == 0) {
 #pragma unroll
-      for (int i = 0; i < N; ++i) scratch[warp * N + i] = v[i];
+      for (int i = 0; i < N; ++i) buffer[warp * N + i] = v[i];
     }
     __syncthreads();
 #pragma unroll
     for (int i = 0; i < N; ++i) {
       float sum = 0.0f;
-      for (int w = 0; w < warps_per_group; ++w) sum += scratch[(first + w) * N + i];
+      for (int w = 0; w < warps_per_group; ++w) sum += buffer[(first + w) * N + i];
       v[i] = sum;
     }
   }

@@ -1,0 +1,34 @@
+// sm_80+ asynchronous global -> shared copies (cp.async), 16 bytes at a time.
+// A thread's copies become visible to that thread after CpAsyncWait; a kernel
+// in which every thread reads back only the bytes it copied needs no block
+// barrier around them.
+#ifndef NORMSERVE_KERNELS_CUDA_ASYNC_COPY_CUH_
+#define NORMSERVE_KERNELS_CUDA_ASYNC_COPY_CUH_
+
+namespace normserve::kernels::cuda {
+
+// Copies 16 bytes from global `src` to shared `dst`; writes 16 zero bytes
+// (reading nothing) when `!valid`. Both addresses 16-byte aligned; `src` must be
+// a valid address even when `!valid`.
+__device__ __forceinline__ void CpAsync16(void* dst, const void* src, bool valid) {
+  const unsigned shared = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  const int src_bytes = valid ? 16 : 0;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared), "l"(src),
+               "r"(src_bytes)
+               : "memory");
+}
+
+// Closes the thread's copies issued since the last commit into one group.
+__device__ __forceinline__ void CpAsyncCommit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+
+// Waits until at most `kPending` of the thread's committed groups are in flight.
+template <int kPending>
+__device__ __forceinline__ void CpAsyncWait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+}
+
+}  // namespace normserve::kernels::cuda
+
+#endif  // NORMSERVE_KERNELS_CUDA_ASYNC_COPY_CUH_

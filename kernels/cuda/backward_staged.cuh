@@ -1,0 +1,184 @@
+// The plain backward (no y, no grad_residual_out; see backward_kernels.cuh for
+// the math) for rows of 16-byte vectors, with the rows staged through shared
+// memory instead of registers:
+//  - each thread copies its own vectors of the next row's x and dy into shared
+//    memory with cp.async while it works on the current row, and reads back
+//    only those bytes, so the pipeline needs no block barrier;
+//  - registers then hold dw and db of the thread's columns across the whole
+//    chunk, so the per-row read-modify-write of shared accumulators is gone.
+// The arithmetic and its order are those of BackwardKernel's plain instance:
+// p formed as x + 0, the same sums and group reductions, dw / db summed over
+// the same rows in the same order.
+#ifndef NORMSERVE_KERNELS_CUDA_BACKWARD_STAGED_CUH_
+#define NORMSERVE_KERNELS_CUDA_BACKWARD_STAGED_CUH_
+
+#include "async_copy.cuh"
+#include "backward_kernels.cuh"
+
+namespace normserve::kernels::cuda {
+
+// Rows staged per row group: the one being reduced and the next, in flight
+// while it is. (Three, i.e. two rows ahead, measured slower on the H100: 2-25%
+// at hidden 1024-16384, bench/results/gpu-2026-11-23-round4.md.)
+inline constexpr int kStagedRows = 2;
+
+// Dynamic shared memory of a staged launch: [kStagedRows][rows_per_cta][x, dy]
+// rows, reused at the end for one [rows_per_cta][hidden] fp32 partial (never
+// larger: stages x 2 tensors x sizeof(T) >= 4 bytes per element).
+inline size_t StagedSharedBytes(const RowLayout& layout, int64_t hidden, size_t elem_size) {
+  return kStagedRows * 2 * elem_size * static_cast<size_t>(layout.rows_per_cta) *
+         static_cast<size_t>(hidden);
+}
+
+template <typename T, int VEC, int ITERS>
+__global__ void __launch_bounds__(kMaxThreads)
+    BackwardStagedKernel(const BackwardArgs a, const int tpr, const int rows_per_cta,
+                         const int64_t chunk_rows) {
+  static_assert(sizeof(T) * VEC == 16, "staged rows move 16-byte vectors");
+  extern __shared__ __align__(16) unsigned char staged[];
+  __shared__ float scratch_buffers[GroupScratch::kFloats];
+  GroupScratchOf<false> scratch{scratch_buffers};
+  const int group = threadIdx.x / tpr;
+  const int t = threadIdx.x - group * tpr;
+  const int d = static_cast<int>(a.hidden);
+  const int k = static_cast<int>(a.norm.stat_len);
+  const ChunkRows c = FindChunk(a, blockIdx.x, chunk_rows);
+  const T* x = static_cast<const T*>(a.x);
+  const T* dy = static_cast<const T*>(a.grad_out);
+
+  // This group's x (which = 0) or dy (which = 1) row in stage s.
+  auto slot = [&](int s, int which) {
+    return reinterpret_cast<T*>(staged) +
+           (static_cast<int64_t>(s * rows_per_cta + group) * 2 + which) * d;
+  };
+  // Starts copying `row` into stage s (zeros for a row past the chunk).
+  auto stage_row = [&](int64_t row, int s) {
+    const bool live = row < c.end;
+    const int64_t base = live ? row * a.hidden : 0;
+#pragma unroll
+    for (int it = 0; it < ITERS; ++it) {
+      const int col = (it * tpr + t) * VEC;
+      if (col < d) {
+        CpAsync16(slot(s, 0) + col, x + base + col, live);
+        CpAsync16(slot(s, 1) + col, dy + base + col, live);
+      }
+    }
+    CpAsyncCommit();
+  };
+  // The saved statistics of `row` (0 for a row past the chunk, as in BackwardRow).
+  auto saved_stats = [&](int64_t row, float& mean, float& rstd) {
+    mean = rstd = 0.0f;
+    if (c.has_stats && row < c.end) {
+      mean = a.norm.center ? a.mean[row] : 0.0f;
+      rstd = a.rstd[row];
+    }
+  };
+  // Vector `it` of stage s's tensor as fp32 (zeros past the row's end). x gets
+  // "+ 0.0f": BackwardRow forms p = x + y with y = 0.
+  auto load = [&](int s, int which, int it, float(&v)[VEC]) {
+    const int col = (it * tpr + t) * VEC;
+    if (col < d) {
+      LoadFloats(slot(s, which) + col, v);
+    } else {
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) v[i] = 0.0f;
+    }
+    if (which == 0) {
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) v[i] += 0.0f;
+    }
+  };
+
+  float dw[ITERS][VEC] = {}, db[ITERS][VEC] = {};
+  const int64_t steps = (c.end - c.begin + rows_per_cta - 1) / rows_per_cta;
+  int64_t row = c.begin + group;
+  for (int s = 0; s + 1 < kStagedRows; ++s) stage_row(row + s * rows_per_cta, s);
+  // Saved statistics are loaded one row ahead, into registers.
+  float next_mean, next_rstd;
+  saved_stats(row, next_mean, next_rstd);
+  for (int64_t step = 0; step < steps; ++step) {
+    const int s = static_cast<int>(step % kStagedRows);
+    const int64_t next = row + rows_per_cta;
+    const bool live = row < c.end;
+    float mean = next_mean, rstd = next_rstd;
+    // The stage read by this thread in the previous step takes the row
+    // kStagedRows - 1 ahead.
+    stage_row(row + (kStagedRows - 1) * rows_per_cta, (s + kStagedRows - 1) % kStagedRows);
+    saved_stats(next, next_mean, next_rstd);
+    CpAsyncWait<kStagedRows - 1>();  // this row's copies have landed
+
+    if (!c.has_stats) {
+      RowStatsOf<VEC, ITERS>([&](int it, float(&v)[VEC]) { load(s, 0, it, v); }, tpr, t, d, a.norm,
+                             scratch, mean, rstd);
+    }
+    // sums[0] = r . dr, sums[1] = sum dr, sums[2] = sum_{i<k} r_i
+    float sums[3] = {0.0f, 0.0f, 0.0f};
+#pragma unroll
+    for (int it = 0; it < ITERS; ++it) {
+      const int col = (it * tpr + t) * VEC;
+      float p[VEC], g[VEC], sw[VEC];
+      load(s, 0, it, p);
+      load(s, 1, it, g);
+      LoadScaledWeight<T>(a, col < d ? col : 0, sw);
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) {
+        const float r = (p[i] - mean) * rstd;
+        const float dr = __fmul_rn(g[i], sw[i]);
+        sums[0] += r * dr;
+        sums[1] += dr;
+        sums[2] += col + i < k ? r : 0.0f;
+      }
+    }
+    if (a.norm.center) {
+      GroupSum(sums, tpr, scratch);
+    } else {
+      float dot[1] = {sums[0]};
+      GroupSum(dot, tpr, scratch);
+      sums[0] = dot[0];
+    }
+    const float coef = sums[0] / static_cast<float>(k);
+    const float mean_dq =
+        a.norm.center ? __fmul_rn(rstd, sums[1] - coef * sums[2]) / static_cast<float>(d) : 0.0f;
+#pragma unroll
+    for (int it = 0; it < ITERS; ++it) {
+      const int col = (it * tpr + t) * VEC;
+      if (!live || col >= d) continue;
+      float p[VEC], g[VEC], sw[VEC], dx[VEC];
+      load(s, 0, it, p);
+      load(s, 1, it, g);
+      LoadScaledWeight<T>(a, col, sw);
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) {
+        const float r = (p[i] - mean) * rstd;
+        const float dr = __fmul_rn(g[i], sw[i]);
+        const float dq = __fmul_rn(rstd, dr - (col + i < k ? r * coef : 0.0f));
+        dx[i] = dq - mean_dq + 0.0f;
+        dw[it][i] += g[i] * r;
+        db[it][i] += g[i];
+      }
+      StoreFloats(static_cast<T*>(a.grad_in) + row * a.hidden + col, dx);
+    }
+    row = next;
+  }
+  CpAsyncWait<0>();  // the last (empty) stages, before shared memory is reused
+  if (a.workspace == nullptr) return;
+
+  // The groups' register partials go through shared memory, one tensor at a
+  // time, and WritePartial adds them in group order.
+  float* acc = reinterpret_cast<float*>(staged);
+  for (int which = 0; which < 2; ++which) {
+    if ((which == 0 ? a.grad_weight : a.grad_bias) == nullptr) continue;
+    __syncthreads();  // every thread is done with the stages / previous tensor
+#pragma unroll
+    for (int it = 0; it < ITERS; ++it) {
+      const int col = (it * tpr + t) * VEC;
+      if (col < d) StoreFloats(acc + group * d + col, which == 0 ? dw[it] : db[it]);
+    }
+    __syncthreads();
+    WritePartial(a, blockIdx.x, gridDim.x, rows_per_cta, acc, which);
+  }
+}
+
+}  // namespace normserve::kernels::cuda
+
+#endif  // NORMSERVE_KERNELS_CUDA_BACKWARD_STAGED_CUH_
