@@ -11,7 +11,11 @@
 # GPU_RUN_IMAGE and CPU_IMAGE override them (e.g. a mirror, another CUDA
 # release). Only the stages of the chosen variant are built or pulled (by
 # BuildKit, Podman and Buildah; Docker's legacy builder would pull them all).
-# deploy/README.md has the run options.
+# The GPU build stage needs apt and nvcc at /usr/local/cuda/bin (or on PATH);
+# the server links cudart statically, so the run stage needs no CUDA library.
+# tests/deploy/gpu_image_test.sh builds it on local stand-ins for NVIDIA's
+# images (Debian 12 + this machine's CUDA toolkit). deploy/README.md has the
+# run options.
 
 ARG VARIANT=gpu
 ARG GPU_BUILD_IMAGE=docker.io/nvidia/cuda:13.0.0-devel-ubuntu24.04

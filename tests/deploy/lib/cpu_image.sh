@@ -1,11 +1,13 @@
 # Sourced by the container tests: builds, or finds already built, the CPU
-# image of normserve without a Docker daemon.
+# image of normserve (or, with build_image, any variant) without a Docker
+# daemon.
 #
 #   source tests/deploy/lib/cpu_image.sh
 #   ensure_container_tools SRC_DIR  # podman, buildah, runc, catatonit, debootstrap;
 #                                   # writes containers.conf, exports CONTAINERS_CONF
 #   ensure_base_image               # docker.io/library/debian:bookworm-slim, made here
 #   build_cpu_image SRC_DIR         # podman build --pull=never -t $NORMSERVE_IMAGE
+#   build_image SRC_DIR IMAGE [NAME=VALUE...]  # the same with other build arguments
 #
 # The base image is not pulled (no registry is reachable): it is
 # `debootstrap --variant=minbase bookworm` from Debian's archive, imported with
@@ -126,15 +128,18 @@ SOURCES
     --change 'CMD ["bash"]' "$tarball" "$NORMSERVE_BASE_IMAGE" >/dev/null
 }
 
-# Builds the CPU image from SRC_DIR's Dockerfile (layers cached between runs)
-# and tags it $NORMSERVE_IMAGE. Prints the time it took.
-build_cpu_image() {
-  local src_dir=$1 started log_file
+# Builds IMAGE from SRC_DIR's Dockerfile with the given build arguments
+# (NAME=VALUE each; layers cached between runs). Prints the time it took and
+# keeps it in NORMSERVE_IMAGE_BUILD_S.
+build_image() {
+  local src_dir=$1 image=$2 started log_file arg build_args=()
+  shift 2
+  for arg in "$@"; do build_args+=(--build-arg "$arg"); done
   started=$(now)
   log_file=$(mktemp /tmp/normserve-image-build.XXXXXX.log)
-  log "podman build --build-arg VARIANT=cpu -t $NORMSERVE_IMAGE (log: $log_file)"
+  log "podman build ${build_args[*]} -t $image (log: $log_file)"
   if ! podman build --pull=never --network=host --format=docker --layers --force-rm \
-      --build-arg VARIANT=cpu -t "$NORMSERVE_IMAGE" -f "$src_dir/Dockerfile" "$src_dir" \
+      "${build_args[@]}" -t "$image" -f "$src_dir/Dockerfile" "$src_dir" \
       > "$log_file" 2>&1; then
     tail -40 "$log_file"
     die "image build failed (log: $log_file)"
@@ -142,6 +147,11 @@ build_cpu_image() {
   NORMSERVE_IMAGE_BUILD_S=$(($(now) - started))
   log "image built in ${NORMSERVE_IMAGE_BUILD_S} s"
   rm -f "$log_file"
+}
+
+# The CPU image, tagged $NORMSERVE_IMAGE.
+build_cpu_image() {
+  build_image "$1" "$NORMSERVE_IMAGE" VARIANT=cpu
 }
 
 # Prints N free TCP ports on 127.0.0.1, one per line (all held open until all
