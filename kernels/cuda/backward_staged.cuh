@@ -22,16 +22,27 @@ namespace normserve::kernels::cuda {
 // at hidden 1024-16384, bench/results/gpu-2026-11-23-round4.md.)
 inline constexpr int kStagedRows = 2;
 
-// Dynamic shared memory of a staged launch: [kStagedRows][rows_per_cta][x, dy]
+// The wide instance: fp32 rows too long for two stages (8193..16384 elements:
+// two rows of x and dy would need 256 KB) are staged one row at a time by
+// 1024 threads, each vector refilled with the next row's as soon as the
+// current row is done with it.
+inline constexpr int kWideThreads = 1024;
+inline constexpr int kWideIters = 4;
+
+// Dynamic shared memory of a staged launch: [stages][rows_per_cta][x, dy]
 // rows, reused at the end for one [rows_per_cta][hidden] fp32 partial (never
-// larger: stages x 2 tensors x sizeof(T) >= 4 bytes per element).
-inline size_t StagedSharedBytes(const RowLayout& layout, int64_t hidden, size_t elem_size) {
-  return kStagedRows * 2 * elem_size * static_cast<size_t>(layout.rows_per_cta) *
+// larger: 2 tensors x sizeof(T) >= 4 bytes per element).
+inline size_t StagedSharedBytes(int stages, const RowLayout& layout, int64_t hidden,
+                                size_t elem_size) {
+  return stages * 2 * elem_size * static_cast<size_t>(layout.rows_per_cta) *
          static_cast<size_t>(hidden);
 }
 
-template <typename T, int VEC, int ITERS>
-__global__ void __launch_bounds__(kMaxThreads)
+// kDb: the launch wants grad_bias (LayerNorm with a bias); without it the db
+// registers are not spent.
+template <typename T, int VEC, int ITERS, bool kDb, int kStages = kStagedRows,
+          int kBlockThreads = kMaxThreads>
+__global__ void __launch_bounds__(kBlockThreads)
     BackwardStagedKernel(const BackwardArgs a, const int tpr, const int rows_per_cta,
                          const int64_t chunk_rows) {
   static_assert(sizeof(T) * VEC == 16, "staged rows move 16-byte vectors");
@@ -51,18 +62,20 @@ __global__ void __launch_bounds__(kMaxThreads)
     return reinterpret_cast<T*>(staged) +
            (static_cast<int64_t>(s * rows_per_cta + group) * 2 + which) * d;
   };
-  // Starts copying `row` into stage s (zeros for a row past the chunk).
-  auto stage_row = [&](int64_t row, int s) {
+  // Starts copying vector `it` of `row` into stage s (zeros for a row past
+  // the chunk).
+  auto stage_vector = [&](int64_t row, int s, int it) {
     const bool live = row < c.end;
     const int64_t base = live ? row * a.hidden : 0;
-#pragma unroll
-    for (int it = 0; it < ITERS; ++it) {
-      const int col = (it * tpr + t) * VEC;
-      if (col < d) {
-        CpAsync16(slot(s, 0) + col, x + base + col, live);
-        CpAsync16(slot(s, 1) + col, dy + base + col, live);
-      }
+    const int col = (it * tpr + t) * VEC;
+    if (col < d) {
+      CpAsync16(slot(s, 0) + col, x + base + col, live);
+      CpAsync16(slot(s, 1) + col, dy + base + col, live);
     }
+  };
+  auto stage_row = [&](int64_t row, int s) {
+#pragma unroll
+    for (int it = 0; it < ITERS; ++it) stage_vector(row, s, it);
     CpAsyncCommit();
   };
   // The saved statistics of `row` (0 for a row past the chunk, as in BackwardRow).
@@ -89,23 +102,28 @@ __global__ void __launch_bounds__(kMaxThreads)
     }
   };
 
-  float dw[ITERS][VEC] = {}, db[ITERS][VEC] = {};
+  float dw[ITERS][VEC] = {}, db[kDb ? ITERS : 1][VEC] = {};
   const int64_t steps = (c.end - c.begin + rows_per_cta - 1) / rows_per_cta;
   int64_t row = c.begin + group;
-  for (int s = 0; s + 1 < kStagedRows; ++s) stage_row(row + s * rows_per_cta, s);
+  // The rows ahead; with one stage, the first row now and each later one
+  // vector by vector (below).
+  constexpr int kPrologueRows = kStages > 1 ? kStages - 1 : 1;
+  for (int s = 0; s < kPrologueRows; ++s) stage_row(row + s * rows_per_cta, s);
   // Saved statistics are loaded one row ahead, into registers.
   float next_mean, next_rstd;
   saved_stats(row, next_mean, next_rstd);
   for (int64_t step = 0; step < steps; ++step) {
-    const int s = static_cast<int>(step % kStagedRows);
+    const int s = static_cast<int>(step % kStages);
     const int64_t next = row + rows_per_cta;
     const bool live = row < c.end;
     float mean = next_mean, rstd = next_rstd;
-    // The stage read by this thread in the previous step takes the row
-    // kStagedRows - 1 ahead.
-    stage_row(row + (kStagedRows - 1) * rows_per_cta, (s + kStagedRows - 1) % kStagedRows);
+    if constexpr (kStages > 1) {
+      // The stage read by this thread in the previous step takes the row
+      // kStages - 1 ahead.
+      stage_row(row + (kStages - 1) * rows_per_cta, (s + kStages - 1) % kStages);
+    }
     saved_stats(next, next_mean, next_rstd);
-    CpAsyncWait<kStagedRows - 1>();  // this row's copies have landed
+    CpAsyncWait<kStages - 1>();  // this row's copies have landed
 
     if (!c.has_stats) {
       RowStatsOf<VEC, ITERS>([&](int it, float(&v)[VEC]) { load(s, 0, it, v); }, tpr, t, d, a.norm,
@@ -142,22 +160,27 @@ __global__ void __launch_bounds__(kMaxThreads)
 #pragma unroll
     for (int it = 0; it < ITERS; ++it) {
       const int col = (it * tpr + t) * VEC;
-      if (!live || col >= d) continue;
-      float p[VEC], g[VEC], sw[VEC], dx[VEC];
-      load(s, 0, it, p);
-      load(s, 1, it, g);
-      LoadScaledWeight<T>(a, col, sw);
+      if (live && col < d) {
+        float p[VEC], g[VEC], sw[VEC], dx[VEC];
+        load(s, 0, it, p);
+        load(s, 1, it, g);
+        LoadScaledWeight<T>(a, col, sw);
 #pragma unroll
-      for (int i = 0; i < VEC; ++i) {
-        const float r = (p[i] - mean) * rstd;
-        const float dr = __fmul_rn(g[i], sw[i]);
-        const float dq = __fmul_rn(rstd, dr - (col + i < k ? r * coef : 0.0f));
-        dx[i] = dq - mean_dq + 0.0f;
-        dw[it][i] += g[i] * r;
-        db[it][i] += g[i];
+        for (int i = 0; i < VEC; ++i) {
+          const float r = (p[i] - mean) * rstd;
+          const float dr = __fmul_rn(g[i], sw[i]);
+          const float dq = __fmul_rn(rstd, dr - (col + i < k ? r * coef : 0.0f));
+          dx[i] = dq - mean_dq + 0.0f;
+          dw[it][i] += g[i] * r;
+          if constexpr (kDb) db[it][i] += g[i];
+        }
+        // The store consumes the values read, so the refill below cannot
+        // overtake the reads of this vector.
+        StoreFloats(static_cast<T*>(a.grad_in) + row * a.hidden + col, dx);
       }
-      StoreFloats(static_cast<T*>(a.grad_in) + row * a.hidden + col, dx);
+      if constexpr (kStages == 1) stage_vector(next, 0, it);
     }
+    if constexpr (kStages == 1) CpAsyncCommit();
     row = next;
   }
   CpAsyncWait<0>();  // the last (empty) stages, before shared memory is reused
@@ -166,13 +189,13 @@ __global__ void __launch_bounds__(kMaxThreads)
   // The groups' register partials go through shared memory, one tensor at a
   // time, and WritePartial adds them in group order.
   float* acc = reinterpret_cast<float*>(staged);
-  for (int which = 0; which < 2; ++which) {
+  for (int which = 0; which < (kDb ? 2 : 1); ++which) {
     if ((which == 0 ? a.grad_weight : a.grad_bias) == nullptr) continue;
     __syncthreads();  // every thread is done with the stages / previous tensor
 #pragma unroll
     for (int it = 0; it < ITERS; ++it) {
       const int col = (it * tpr + t) * VEC;
-      if (col < d) StoreFloats(acc + group * d + col, which == 0 ? dw[it] : db[it]);
+      if (col < d) StoreFloats(acc + group * d + col, which == 0 ? dw[it] : db[kDb ? it : 0]);
     }
     __syncthreads();
     WritePartial(a, blockIdx.x, gridDim.x, rows_per_cta, acc, which);

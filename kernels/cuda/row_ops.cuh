@@ -73,8 +73,9 @@ __device__ __forceinline__ void StoreFloatsEither(void* base, int64_t index, boo
   }
 }
 
-// Largest block the kernels launch, in warps: sizes the reduction scratch.
-inline constexpr int kMaxWarps = 16;
+// Largest block the kernels launch (the wide staged backward), in warps:
+// sizes the reduction scratch.
+inline constexpr int kMaxWarps = 32;
 // Most values one GroupSum call reduces.
 inline constexpr int kMaxGroupSums = 3;
 

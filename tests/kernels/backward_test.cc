@@ -110,5 +110,30 @@ INSTANTIATE_TEST_SUITE_P(Kernels, BackwardTest,
                                             ::testing::ValuesIn(kHiddenSizes)),
                          SuiteParamName);
 
+// More rows than the CUDA backward has blocks (two per SM), so each block
+// walks several rows: the staged kernels' pipelines refill their stages, and
+// dw / db add more than one row per chunk. A short second segment follows.
+class ManyRowsBackwardTest : public BackendTest<DType, int64_t> {};
+
+TEST_P(ManyRowsBackwardTest, EveryRowAndTheReductionsMatchReference) {
+  for (bool center : {false, true}) {
+    NormCase c;
+    c.dtype = std::get<1>(GetParam());
+    c.hidden = std::get<2>(GetParam());
+    c.segment_rows = {300, 7};
+    c.config.center = center;
+    c.weight = true;
+    c.saved_stats = !center;
+    c.grad_weight = true;
+    c.grad_bias = center;
+    ExpectBackwardMatchesReference(backend(), c, 18);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, ManyRowsBackwardTest,
+                         ::testing::Combine(::testing::ValuesIn(BackendNames()), AllDTypes(),
+                                            ::testing::Values(int64_t{4096}, int64_t{10000})),
+                         SuiteParamName);
+
 }  // namespace
 }  // namespace normserve::kernels_test
