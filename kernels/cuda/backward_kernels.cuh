@@ -96,6 +96,31 @@ __device__ __forceinline__ void LoadScaledWeight(const BackwardArgs& a, int col,
   }
 }
 
+// The row's two scalars of dq, from the thread's partial sums (sums[0] = r . dr,
+// sums[1] = sum dr, sums[2] = sum_{i<k} r_i): coef = (r . dr) / k and
+// mean_dq = mean(dq) (LayerNorm; 0 for RMSNorm, which reduces only sums[0]).
+struct DqScalars {
+  float coef;
+  float mean_dq;
+};
+template <typename Scratch>
+__device__ __forceinline__ DqScalars ReduceDqScalars(const BackwardArgs& a, float (&sums)[3],
+                                                     float rstd, int tpr, Scratch& scratch) {
+  if (a.norm.center) {
+    GroupSum(sums, tpr, scratch);
+  } else {
+    float dot[1] = {sums[0]};
+    GroupSum(dot, tpr, scratch);
+    sums[0] = dot[0];
+  }
+  DqScalars q;
+  q.coef = sums[0] / static_cast<float>(a.norm.stat_len);
+  q.mean_dq = a.norm.center
+                  ? __fmul_rn(rstd, sums[1] - q.coef * sums[2]) / static_cast<float>(a.hidden)
+                  : 0.0f;
+  return q;
+}
+
 // The per-row gradient math on registers: writes dx and accumulates
 // dw (+= dy * r) and db (+= dy) into the group's shared-memory rows (each
 // column owned by one thread; null when the launch wants neither).
@@ -148,16 +173,7 @@ __device__ __forceinline__ void BackwardRow(const BackwardArgs& a, int64_t row, 
       sums[2] += col + i < k ? r : 0.0f;
     }
   }
-  if (a.norm.center) {
-    GroupSum(sums, tpr, scratch);
-  } else {
-    float dot[1] = {sums[0]};
-    GroupSum(dot, tpr, scratch);
-    sums[0] = dot[0];
-  }
-  const float coef = sums[0] / static_cast<float>(k);
-  const float mean_dq =
-      a.norm.center ? __fmul_rn(rstd, sums[1] - coef * sums[2]) / static_cast<float>(d) : 0.0f;
+  const auto [coef, mean_dq] = ReduceDqScalars(a, sums, rstd, tpr, scratch);
   const bool gres_f32 = a.residual_dtype == DType::kF32;
 #pragma unroll
   for (int it = 0; it < ITERS; ++it) {
@@ -365,10 +381,7 @@ __global__ void __launch_bounds__(kMaxThreads)
         sums[2] += col + i < k ? r : 0.0f;
       }
     }
-    GroupSum(sums, tpr, scratch);
-    const float coef = sums[0] / static_cast<float>(k);
-    const float mean_dq =
-        a.norm.center ? __fmul_rn(rstd, sums[1] - coef * sums[2]) / static_cast<float>(d) : 0.0f;
+    const auto [coef, mean_dq] = ReduceDqScalars(a, sums, rstd, tpr, scratch);
     for (int col = t * VEC; col < d; col += tpr * VEC) {
       float p[VEC], dy[VEC], sw[VEC], g[VEC] = {}, dx[VEC];
       load(col, p, dy, sw);

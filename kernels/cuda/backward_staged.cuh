@@ -147,16 +147,7 @@ __global__ void __launch_bounds__(kBlockThreads)
         sums[2] += col + i < k ? r : 0.0f;
       }
     }
-    if (a.norm.center) {
-      GroupSum(sums, tpr, scratch);
-    } else {
-      float dot[1] = {sums[0]};
-      GroupSum(dot, tpr, scratch);
-      sums[0] = dot[0];
-    }
-    const float coef = sums[0] / static_cast<float>(k);
-    const float mean_dq =
-        a.norm.center ? __fmul_rn(rstd, sums[1] - coef * sums[2]) / static_cast<float>(d) : 0.0f;
+    const auto [coef, mean_dq] = ReduceDqScalars(a, sums, rstd, tpr, scratch);
 #pragma unroll
     for (int it = 0; it < ITERS; ++it) {
       const int col = (it * tpr + t) * VEC;

@@ -33,15 +33,8 @@ check_image_config "$NORMSERVE_IMAGE"
 # --- the server in the image ---
 mapfile -t ports < <(free_ports 2)
 grpc_port=${ports[0]} metrics_port=${ports[1]}
-log "starting $NORMSERVE_IMAGE on 127.0.0.1:$grpc_port (metrics :$metrics_port)"
-# No systemd here to time the HEALTHCHECK: --health-interval=disable keeps the
-# check for `podman healthcheck run` below without the timer.
-podman run -d --name "$server" --network=host --health-interval=disable \
-  -e NORMSERVE_ADDRESS="127.0.0.1:$grpc_port" \
-  -e NORMSERVE_METRICS_ADDRESS="127.0.0.1:$metrics_port" \
-  -e NORMSERVE_MAX_BATCH_ROWS=512 \
-  -e NORMSERVE_CPU_THREADS=2 \
-  "$NORMSERVE_IMAGE" --max_queue_delay_us=100 >/dev/null
+start_server "$server" "$NORMSERVE_IMAGE" "$grpc_port" "$metrics_port" \
+  -e NORMSERVE_MAX_BATCH_ROWS=512 -- --max_queue_delay_us=100
 wait_serving "$server" "$NORMSERVE_IMAGE" "$grpc_port" "$work"
 podman healthcheck run "$server" || die "the image's HEALTHCHECK reports unhealthy"
 

@@ -58,12 +58,7 @@ done
 # --- the server in the image, default backend, no GPU ---
 mapfile -t ports < <(free_ports 2)
 grpc_port=${ports[0]} metrics_port=${ports[1]}
-log "starting $gpu_image on 127.0.0.1:$grpc_port (metrics :$metrics_port)"
-podman run -d --name "$server" --network=host --health-interval=disable \
-  -e NORMSERVE_ADDRESS="127.0.0.1:$grpc_port" \
-  -e NORMSERVE_METRICS_ADDRESS="127.0.0.1:$metrics_port" \
-  -e NORMSERVE_CPU_THREADS=2 \
-  "$gpu_image" >/dev/null
+start_server "$server" "$gpu_image" "$grpc_port" "$metrics_port"
 wait_serving "$server" "$gpu_image" "$grpc_port" "$work"
 podman healthcheck run "$server" || die "the image's HEALTHCHECK reports unhealthy"
 

@@ -16,6 +16,7 @@ set -euo pipefail
 src_dir=$(cd "${1:-$(dirname "$0")/../..}" && pwd)
 lib=$(cd "$(dirname "$0")/lib" && pwd)
 source "$lib/cpu_image.sh"
+source "$lib/image_checks.sh"
 test_started=$(now)
 
 work=$(mktemp -d /tmp/normserve-k8s-test.XXXXXX)
@@ -97,17 +98,8 @@ podman kube play --network host "$play_file" >/dev/null
 pod=$name-pod-0
 container=$pod-normserve
 
-deadline=$(($(now) + 60))
-until podman run --rm --network=host --no-healthcheck "$NORMSERVE_IMAGE" \
-    normserve-cli --target="127.0.0.1:$grpc_port" health >/dev/null 2>&1; do
-  if [[ $(podman inspect --format '{{.State.Running}}' "$container") != true ]]; then
-    podman logs "$container" | tail -20
-    die "the played container exited"
-  fi
-  (($(now) < deadline)) || { podman logs "$container" | tail -20; die "not SERVING after 60 s"; }
-  sleep 1
-done
-log "health: SERVING from the played Deployment"
+wait_serving "$container" "$NORMSERVE_IMAGE" "$grpc_port" "$work"
+log "SERVING from the played Deployment"
 
 # The pod's settings reached the container: ConfigMap env, user, read-only root.
 cmdline=$(podman exec "$container" cat /proc/1/cmdline | tr '\0' ' ')

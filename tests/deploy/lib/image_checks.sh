@@ -3,6 +3,7 @@
 #
 #   check_image_config IMAGE             # user 10001, ports 50051/9464, HEALTHCHECK
 #   image_cli IMAGE PORT WORK ARGS...    # normserve-cli from IMAGE, WORK at /data
+#   start_server SERVER IMAGE GRPC_PORT METRICS_PORT [PODMAN_ARGS...] [-- FLAGS...]
 #   wait_serving SERVER IMAGE PORT WORK  # health answers SERVING within 60 s
 #   check_non_root SERVER
 #   check_forward IMAGE PORT WORK        # LayerNorm/RMSNorm vs NumPy float64
@@ -32,6 +33,28 @@ image_cli() {
   shift 3
   podman run --rm --network=host --no-healthcheck -v "$work:/data" "$image" \
     normserve-cli --target="127.0.0.1:$port" "$@"
+}
+
+# Starts IMAGE as container SERVER on the host network: gRPC on
+# 127.0.0.1:GRPC_PORT, metrics on :METRICS_PORT, two CPU threads. No systemd
+# here to time the HEALTHCHECK: --health-interval=disable keeps the check for
+# `podman healthcheck run` without the timer.
+#   start_server SERVER IMAGE GRPC_PORT METRICS_PORT [PODMAN_ARGS...] [-- SERVER_FLAGS...]
+start_server() {
+  local server=$1 image=$2 grpc_port=$3 metrics_port=$4
+  shift 4
+  local podman_args=()
+  while (($#)) && [[ $1 != -- ]]; do
+    podman_args+=("$1")
+    shift
+  done
+  (($#)) && shift
+  log "starting $image on 127.0.0.1:$grpc_port (metrics :$metrics_port)"
+  podman run -d --name "$server" --network=host --health-interval=disable \
+    -e NORMSERVE_ADDRESS="127.0.0.1:$grpc_port" \
+    -e NORMSERVE_METRICS_ADDRESS="127.0.0.1:$metrics_port" \
+    -e NORMSERVE_CPU_THREADS=2 \
+    "${podman_args[@]}" "$image" "$@" >/dev/null
 }
 
 wait_serving() {
