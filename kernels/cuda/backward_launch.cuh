@@ -34,24 +34,6 @@ cudaError_t LaunchBackwardTyped(const BackwardArgs& in, cudaStream_t stream) {
       constexpr int kVec = decltype(vec)::value;
       constexpr int kIters = decltype(iters)::value;
       if constexpr (kIters == 0) {
-        // Plain fp32 rows of up to 16384 elements in full vectors: the wide
-        // staged instance (one block per row and chunk, as the streaming
-        // kernel's layout plans it).
-        if constexpr (sizeof(T) == 4 && kVec == 4) {
-          const bool plain = a.y == nullptr && a.grad_residual_out == nullptr;
-          if (plain && a.hidden <= int64_t{kWideThreads} * kWideIters * kVec) {
-            auto* wide = a.grad_bias != nullptr
-                             ? &BackwardStagedKernel<T, kVec, kWideIters, true, 1, kWideThreads>
-                             : &BackwardStagedKernel<T, kVec, kWideIters, false, 1, kWideThreads>;
-            const RowLayout row_layout{kVec, kWideIters, kWideThreads, 1};
-            const size_t bytes = StagedSharedBytes(1, row_layout, a.hidden, sizeof(T));
-            if (const cudaError_t err = AllowDynamicShared(wide, bytes); err != cudaSuccess) {
-              return err;
-            }
-            wide<<<a.total_chunks, kWideThreads, bytes, stream>>>(a, kWideThreads, 1, chunk_rows);
-            return cudaGetLastError();
-          }
-        }
         BackwardStreamKernel<T, kVec><<<a.total_chunks, kMaxThreads, 0, stream>>>(a, chunk_rows);
       } else {
         const bool plain = a.y == nullptr && a.grad_residual_out == nullptr;
@@ -62,7 +44,7 @@ cudaError_t LaunchBackwardTyped(const BackwardArgs& in, cudaStream_t stream) {
           if (plain) {
             auto* staged = a.grad_bias != nullptr ? &BackwardStagedKernel<T, kVec, kIters, true>
                                                   : &BackwardStagedKernel<T, kVec, kIters, false>;
-            const size_t bytes = StagedSharedBytes(kStagedRows, layout, a.hidden, sizeof(T));
+            const size_t bytes = StagedSharedBytes(layout, a.hidden, sizeof(T));
             if (const cudaError_t err = AllowDynamicShared(staged, bytes); err != cudaSuccess) {
               return err;
             }

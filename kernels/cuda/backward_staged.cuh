@@ -22,27 +22,18 @@ namespace normserve::kernels::cuda {
 // at hidden 1024-16384, bench/results/gpu-2026-11-23-round4.md.)
 inline constexpr int kStagedRows = 2;
 
-// The wide instance: fp32 rows too long for two stages (8193..16384 elements:
-// two rows of x and dy would need 256 KB) are staged one row at a time by
-// 1024 threads, each vector refilled with the next row's as soon as the
-// current row is done with it.
-inline constexpr int kWideThreads = 1024;
-inline constexpr int kWideIters = 4;
-
-// Dynamic shared memory of a staged launch: [stages][rows_per_cta][x, dy]
+// Dynamic shared memory of a staged launch: [kStagedRows][rows_per_cta][x, dy]
 // rows, reused at the end for one [rows_per_cta][hidden] fp32 partial (never
-// larger: 2 tensors x sizeof(T) >= 4 bytes per element).
-inline size_t StagedSharedBytes(int stages, const RowLayout& layout, int64_t hidden,
-                                size_t elem_size) {
-  return stages * 2 * elem_size * static_cast<size_t>(layout.rows_per_cta) *
+// larger: stages x 2 tensors x sizeof(T) >= 4 bytes per element).
+inline size_t StagedSharedBytes(const RowLayout& layout, int64_t hidden, size_t elem_size) {
+  return kStagedRows * 2 * elem_size * static_cast<size_t>(layout.rows_per_cta) *
          static_cast<size_t>(hidden);
 }
 
 // kDb: the launch wants grad_bias (LayerNorm with a bias); without it the db
 // registers are not spent.
-template <typename T, int VEC, int ITERS, bool kDb, int kStages = kStagedRows,
-          int kBlockThreads = kMaxThreads>
-__global__ void __launch_bounds__(kBlockThreads)
+template <typename T, int VEC, int ITERS, bool kDb>
+__global__ void __launch_bounds__(kMaxThreads)
     BackwardStagedKernel(const BackwardArgs a, const int tpr, const int rows_per_cta,
                          const int64_t chunk_rows) {
   static_assert(sizeof(T) * VEC == 16, "staged rows move 16-byte vectors");
@@ -62,20 +53,18 @@ __global__ void __launch_bounds__(kBlockThreads)
     return reinterpret_cast<T*>(staged) +
            (static_cast<int64_t>(s * rows_per_cta + group) * 2 + which) * d;
   };
-  // Starts copying vector `it` of `row` into stage s (zeros for a row past
-  // the chunk).
-  auto stage_vector = [&](int64_t row, int s, int it) {
+  // Starts copying `row` into stage s (zeros for a row past the chunk).
+  auto stage_row = [&](int64_t row, int s) {
     const bool live = row < c.end;
     const int64_t base = live ? row * a.hidden : 0;
-    const int col = (it * tpr + t) * VEC;
-    if (col < d) {
-      CpAsync16(slot(s, 0) + col, x + base + col, live);
-      CpAsync16(slot(s, 1) + col, dy + base + col, live);
-    }
-  };
-  auto stage_row = [&](int64_t row, int s) {
 #pragma unroll
-    for (int it = 0; it < ITERS; ++it) stage_vector(row, s, it);
+    for (int it = 0; it < ITERS; ++it) {
+      const int col = (it * tpr + t) * VEC;
+      if (col < d) {
+        CpAsync16(slot(s, 0) + col, x + base + col, live);
+        CpAsync16(slot(s, 1) + col, dy + base + col, live);
+      }
+    }
     CpAsyncCommit();
   };
   // The saved statistics of `row` (0 for a row past the chunk, as in BackwardRow).
@@ -105,25 +94,20 @@ __global__ void __launch_bounds__(kBlockThreads)
   float dw[ITERS][VEC] = {}, db[kDb ? ITERS : 1][VEC] = {};
   const int64_t steps = (c.end - c.begin + rows_per_cta - 1) / rows_per_cta;
   int64_t row = c.begin + group;
-  // The rows ahead; with one stage, the first row now and each later one
-  // vector by vector (below).
-  constexpr int kPrologueRows = kStages > 1 ? kStages - 1 : 1;
-  for (int s = 0; s < kPrologueRows; ++s) stage_row(row + s * rows_per_cta, s);
+  for (int s = 0; s + 1 < kStagedRows; ++s) stage_row(row + s * rows_per_cta, s);
   // Saved statistics are loaded one row ahead, into registers.
   float next_mean, next_rstd;
   saved_stats(row, next_mean, next_rstd);
   for (int64_t step = 0; step < steps; ++step) {
-    const int s = static_cast<int>(step % kStages);
+    const int s = static_cast<int>(step % kStagedRows);
     const int64_t next = row + rows_per_cta;
     const bool live = row < c.end;
     float mean = next_mean, rstd = next_rstd;
-    if constexpr (kStages > 1) {
-      // The stage read by this thread in the previous step takes the row
-      // kStages - 1 ahead.
-      stage_row(row + (kStages - 1) * rows_per_cta, (s + kStages - 1) % kStages);
-    }
+    // The stage read by this thread in the previous step takes the row
+    // kStagedRows - 1 ahead.
+    stage_row(row + (kStagedRows - 1) * rows_per_cta, (s + kStagedRows - 1) % kStagedRows);
     saved_stats(next, next_mean, next_rstd);
-    CpAsyncWait<kStages - 1>();  // this row's copies have landed
+    CpAsyncWait<kStagedRows - 1>();  // this row's copies have landed
 
     if (!c.has_stats) {
       RowStatsOf<VEC, ITERS>([&](int it, float(&v)[VEC]) { load(s, 0, it, v); }, tpr, t, d, a.norm,
@@ -165,13 +149,9 @@ __global__ void __launch_bounds__(kBlockThreads)
           dw[it][i] += g[i] * r;
           if constexpr (kDb) db[it][i] += g[i];
         }
-        // The store consumes the values read, so the refill below cannot
-        // overtake the reads of this vector.
         StoreFloats(static_cast<T*>(a.grad_in) + row * a.hidden + col, dx);
       }
-      if constexpr (kStages == 1) stage_vector(next, 0, it);
     }
-    if constexpr (kStages == 1) CpAsyncCommit();
     row = next;
   }
   CpAsyncWait<0>();  // the last (empty) stages, before shared memory is reused

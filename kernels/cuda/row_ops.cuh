@@ -73,9 +73,8 @@ __device__ __forceinline__ void StoreFloatsEither(void* base, int64_t index, boo
   }
 }
 
-// Largest block the kernels launch (the wide staged backward), in warps:
-// sizes the reduction scratch.
-inline constexpr int kMaxWarps = 32;
+// Largest block the kernels launch, in warps: sizes the reduction scratch.
+inline constexpr int kMaxWarps = 16;
 // Most values one GroupSum call reduces.
 inline constexpr int kMaxGroupSums = 3;
 

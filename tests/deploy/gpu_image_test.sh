@@ -52,8 +52,10 @@ for wanted in "sm_90 cubin" "compute_90 ptx"; do
   grep -q "^$wanted " <<<"$device_code" || die "the server has no $wanted"
 done
 # cudart is linked statically: only the driver (libcuda) is loaded at run time.
-! readelf -d "$work/normserve-server" | grep -q 'NEEDED.*libcudart' ||
-  die "the server loads a shared libcudart"
+# (Outputs are captured before grep -q: with pipefail, grep quitting at the
+# first match can fail the writer of a pipe with SIGPIPE.)
+dynamic_section=$(readelf -d "$work/normserve-server")
+! grep -q 'NEEDED.*libcudart' <<<"$dynamic_section" || die "the server loads a shared libcudart"
 
 # --- the server in the image, default backend, no GPU ---
 mapfile -t ports < <(free_ports 2)
@@ -65,8 +67,9 @@ podman healthcheck run "$server" || die "the image's HEALTHCHECK reports unhealt
 cmdline=$(podman exec "$server" cat /proc/1/cmdline | tr '\0' ' ')
 [[ " $cmdline " == *" --backend=auto "* ]] || die "server command line '$cmdline' lacks --backend=auto"
 # main.cc logs "backend: <Describe()>" per backend: "cpu" when CUDA found no device.
-podman logs "$server" 2>&1 | grep -q "backend: cpu" ||
-  { podman logs "$server" | tail -20; die "the server did not fall back to the CPU backend"; }
+server_log=$(podman logs "$server" 2>&1)
+grep -q "backend: cpu" <<<"$server_log" ||
+  { tail -20 <<<"$server_log"; die "the server did not fall back to the CPU backend"; }
 log "backend auto without a GPU: CPU fallback"
 check_non_root "$server"
 

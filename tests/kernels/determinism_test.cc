@@ -1,6 +1,7 @@
 // Bitwise guarantees of backend.h, on every backend:
 //  - a row's forward outputs and backward dx are the same bits whether the row
-//    is computed alone or inside batches of several segments;
+//    is computed alone or inside batches of several segments, also next to
+//    segments with the residual branch when it has none;
 //  - a segment's grad_weight / grad_bias are the same bits alone or batched,
 //    and run to run;
 //  - misaligned buffers (offset by one element) give correct results, bitwise
@@ -144,6 +145,57 @@ TEST_P(DeterminismTest, BackwardRowsAndGradWeightAreBitwiseIdenticalAloneOrBatch
   }
 }
 
+// A batch may mix segments with and without the residual branch (the server
+// batches them together); the kernels a launch picks then differ from those of
+// a plain launch, and a plain segment's bits must not.
+TEST_P(DeterminismTest, PlainSegmentsAreBitwiseIdenticalNextToResidualOnes) {
+  const int64_t d = hidden();
+  const size_t e = kernels::DTypeSize(dtype());
+  std::mt19937_64 rng(33);
+  {
+    NormCase c = ForwardCase({5, 40});
+    ForwardData data = MakeForwardData(c, rng);
+    ForwardBatch mixed = data.Batch(c);
+    mixed.segments[1].y = nullptr;
+    mixed.segments[1].residual_out = nullptr;
+    ASSERT_TRUE(backend().Forward(mixed).ok());
+    const ForwardSegmentData& s = data.segments[1];
+    HostTensor out = HostTensor::Poisoned(dtype(), 40 * d);
+    HostTensor mean = HostTensor::Poisoned(DType::kF32, 40);
+    HostTensor rstd = HostTensor::Poisoned(DType::kF32, 40);
+    ForwardBatch alone = mixed;
+    alone.segments = {mixed.segments[1]};
+    alone.segments[0].out = out.data();
+    alone.segments[0].mean = static_cast<float*>(mean.data());
+    alone.segments[0].rstd = static_cast<float*>(rstd.data());
+    ASSERT_TRUE(backend().Forward(alone).ok());
+    EXPECT_TRUE(SameBytes(out.data(), s.out.data(), 40 * d * e)) << "forward out";
+    EXPECT_TRUE(SameBytes(mean.data(), s.mean.data(), 40 * 4)) << "forward mean";
+    EXPECT_TRUE(SameBytes(rstd.data(), s.rstd.data(), 40 * 4)) << "forward rstd";
+  }
+  {
+    NormCase c = BackwardCase({5, 70});
+    BackwardData data = MakeBackwardData(c, rng);
+    BackwardBatch mixed = data.Batch(c);
+    mixed.segments[1].y = nullptr;
+    mixed.segments[1].grad_residual_out = nullptr;
+    ASSERT_TRUE(backend().Backward(mixed).ok());
+    const BackwardSegmentData& s = data.segments[1];
+    HostTensor grad_in = HostTensor::Poisoned(dtype(), 70 * d);
+    HostTensor grad_weight = HostTensor::Poisoned(DType::kF32, d);
+    HostTensor grad_bias = HostTensor::Poisoned(DType::kF32, d);
+    BackwardBatch alone = mixed;
+    alone.segments = {mixed.segments[1]};
+    alone.segments[0].grad_in = grad_in.data();
+    alone.segments[0].grad_weight = static_cast<float*>(grad_weight.data());
+    alone.segments[0].grad_bias = static_cast<float*>(grad_bias.data());
+    ASSERT_TRUE(backend().Backward(alone).ok());
+    EXPECT_TRUE(SameBytes(grad_in.data(), s.grad_in.data(), grad_in.bytes())) << "grad_in";
+    EXPECT_TRUE(SameBytes(grad_weight.data(), s.grad_weight.data(), d * 4)) << "grad_weight";
+    EXPECT_TRUE(SameBytes(grad_bias.data(), s.grad_bias.data(), d * 4)) << "grad_bias";
+  }
+}
+
 TEST_P(DeterminismTest, GradWeightIsDeterministic) {
   std::mt19937_64 rng(33);
   NormCase c = BackwardCase({BigRows(), 37});
@@ -276,7 +328,7 @@ TEST(CpuDeterminismTest, ResultsDoNotDependOnThreadCount) {
 
 INSTANTIATE_TEST_SUITE_P(Kernels, DeterminismTest,
                          ::testing::Combine(::testing::ValuesIn(BackendNames()), AllDTypes(),
-                                            ::testing::Values(7, 1000, 4096)),
+                                            ::testing::Values(7, 1000, 4096, 10000)),
                          SuiteParamName);
 
 }  // namespace

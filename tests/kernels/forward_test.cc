@@ -111,5 +111,33 @@ INSTANTIATE_TEST_SUITE_P(Kernels, ForwardTest,
                                             ::testing::ValuesIn(kHiddenSizes)),
                          SuiteParamName);
 
+// More rows than the CUDA forward's staged kernel has blocks (two per SM), so
+// each block walks several rows and refills its stages; with and without the
+// residual branch (which the staged kernel stages too). A short second
+// segment follows.
+class ManyRowsForwardTest : public BackendTest<DType, int64_t> {};
+
+TEST_P(ManyRowsForwardTest, EveryRowMatchesReference) {
+  for (bool residual : {false, true}) {
+    NormCase c;
+    c.dtype = std::get<1>(GetParam());
+    c.hidden = std::get<2>(GetParam());
+    c.segment_rows = {300, 7};
+    c.config.center = !residual;
+    c.weight = true;
+    c.bias = !residual;
+    c.residual = residual;
+    c.residual_out = residual;
+    c.residual_dtype = DType::kF32;
+    c.stats_out = true;
+    ExpectForwardMatchesReference(backend(), c, 9);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, ManyRowsForwardTest,
+                         ::testing::Combine(::testing::ValuesIn(BackendNames()), AllDTypes(),
+                                            ::testing::Values(int64_t{10000})),
+                         SuiteParamName);
+
 }  // namespace
 }  // namespace normserve::kernels_test
