@@ -16,7 +16,7 @@ test_packages=(
   python3 python3-grpcio python3-protobuf python3-numpy python3-yaml
 )
 # catatonit: the pause process `podman kube play` needs (not a hard dependency).
-deploy_packages=(podman buildah runc debootstrap catatonit)
+deploy_packages=(podman buildah runc debootstrap catatonit kubernetes-client)
 
 case "${1:-}" in
   --build-only) wanted=("${build_packages[@]}") ;;

@@ -33,7 +33,7 @@ die() { echo "FAIL: $*" >&2; exit 1; }
 # Seconds since the epoch, for the durations the tests print.
 now() { date +%s; }
 
-# Installs the container tools (and numpy, yaml) when one is missing, through
+# Installs the container tools (and kubectl, numpy, yaml) when one is missing, through
 # the repository's dependency script, and writes the containers.conf every
 # podman call uses.
 ensure_container_tools() {
@@ -43,6 +43,7 @@ ensure_container_tools() {
   for tool in podman buildah runc debootstrap catatonit; do
     command -v "$tool" >/dev/null || [[ -x /usr/libexec/podman/$tool ]] || missing+=("$tool")
   done
+  command -v kubectl >/dev/null || missing+=(kubernetes-client)
   "$PYTHON" -c 'import numpy, yaml' 2>/dev/null || missing+=(python3-numpy python3-yaml)
   if ((${#missing[@]})); then
     log "installing container tools (missing: ${missing[*]})"
