@@ -16,7 +16,10 @@ test_packages=(
   python3 python3-grpcio python3-protobuf python3-numpy python3-yaml
 )
 # catatonit: the pause process `podman kube play` needs (not a hard dependency).
-deploy_packages=(podman buildah runc debootstrap catatonit kubernetes-client)
+deploy_packages=(podman buildah runc debootstrap catatonit)
+# kubectl from Debian's kubernetes-client, unless one is already installed
+# (another package owning /usr/bin/kubectl would make the install fail).
+command -v kubectl >/dev/null || deploy_packages+=(kubernetes-client)
 
 case "${1:-}" in
   --build-only) wanted=("${build_packages[@]}") ;;
