@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "kernel_batch.h"
 
 namespace normserve::server {
 
@@ -156,31 +157,15 @@ void Batcher::TakeFrom(KeyQueue& queue, absl::Time now, TakenBatch* taken) {
 
 void Batcher::Run(kernels::Backend* backend, std::vector<std::unique_ptr<WorkItem>>& items) {
   const BatchKey& key = items.front()->key;
-  const ParamSet* params = key.params.get();
   const absl::Time start = absl::Now();
   absl::Status status;
   int64_t rows = 0;
   if (key.op == Op::kForward) {
-    kernels::ForwardBatch batch;
-    batch.config = key.config;
-    batch.dtype = key.dtype;
-    batch.residual_dtype = key.residual_dtype;
-    batch.hidden = key.hidden;
-    batch.weight = params ? params->weight_data() : nullptr;
-    batch.bias = params ? params->bias_data() : nullptr;
-    batch.segments.reserve(items.size());
-    for (const auto& item : items) batch.segments.push_back(item->forward);
+    const kernels::ForwardBatch batch = MakeForwardBatch(key, items);
     rows = kernels::TotalRows(batch);
     status = backend->Forward(batch);
   } else {
-    kernels::BackwardBatch batch;
-    batch.config = key.config;
-    batch.dtype = key.dtype;
-    batch.residual_dtype = key.residual_dtype;
-    batch.hidden = key.hidden;
-    batch.weight = params ? params->weight_data() : nullptr;
-    batch.segments.reserve(items.size());
-    for (const auto& item : items) batch.segments.push_back(item->backward);
+    const kernels::BackwardBatch batch = MakeBackwardBatch(key, items);
     rows = kernels::TotalRows(batch);
     status = backend->Backward(batch);
   }

@@ -6,10 +6,14 @@
 // reproduces; runs in a few seconds.
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <random>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "normserve/kernels/backend.h"
+#include "server/batching/kernel_batch.h"
 #include "server/service/param_registry.h"
 #include "server/service/request_builder.h"
 
@@ -100,15 +104,9 @@ TEST(RequestFuzzTest, RandomForwardRequestsAreRejectedOrComputedNeverCrash) {
     ASSERT_EQ(static_cast<int64_t>(request.x().data().size()),
               elements * static_cast<int64_t>(kernels::DTypeSize(work.key.dtype)));
     ASSERT_EQ(response.output().data().size(), request.x().data().size());
-    kernels::ForwardBatch batch;
-    batch.config = work.key.config;
-    batch.dtype = work.key.dtype;
-    batch.residual_dtype = work.key.residual_dtype;
-    batch.hidden = work.key.hidden;
-    batch.weight = work.key.params ? work.key.params->weight_data() : nullptr;
-    batch.bias = work.key.params ? work.key.params->bias_data() : nullptr;
-    batch.segments.push_back(work.forward);
-    ASSERT_TRUE(backend->Forward(batch).ok());
+    std::vector<std::unique_ptr<WorkItem>> items;
+    items.push_back(std::move(*item));
+    ASSERT_TRUE(backend->Forward(MakeForwardBatch(items.front()->key, items)).ok());
     ++computed;
   }
   // The generator must produce accepted requests too, or the test proves little.
@@ -149,16 +147,10 @@ TEST(RequestFuzzTest, RandomBackwardRequestsAreRejectedOrComputedNeverCrash) {
       EXPECT_TRUE(IsRejection(item.status())) << item.status();
       continue;
     }
-    const WorkItem& work = **item;
     ASSERT_EQ(response.grad_input().data().size(), request.x().data().size());
-    kernels::BackwardBatch batch;
-    batch.config = work.key.config;
-    batch.dtype = work.key.dtype;
-    batch.residual_dtype = work.key.residual_dtype;
-    batch.hidden = work.key.hidden;
-    batch.weight = work.key.params ? work.key.params->weight_data() : nullptr;
-    batch.segments.push_back(work.backward);
-    ASSERT_TRUE(backend->Backward(batch).ok());
+    std::vector<std::unique_ptr<WorkItem>> items;
+    items.push_back(std::move(*item));
+    ASSERT_TRUE(backend->Backward(MakeBackwardBatch(items.front()->key, items)).ok());
     ++computed;
   }
   EXPECT_GT(computed, kIterations / 20);
