@@ -8,12 +8,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 #include <thread>
 
+#include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -60,9 +62,23 @@ bool AcceptsConnections(int port) {
 
 absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
     std::vector<std::string> extra_flags, int port) {
+  // A picked port can be taken by another process before the server binds it
+  // (tests run in parallel): the server then exits, and a fresh pick is tried.
+  const int attempts = port != 0 ? 1 : 3;
+  absl::StatusOr<std::unique_ptr<ServerProcess>> server;
+  for (int attempt = 0; attempt < attempts; ++attempt) {
+    server = StartOnce(extra_flags, port != 0 ? port : PickFreePort());
+    if (server.ok() || !absl::IsAborted(server.status())) break;
+  }
+  return server;
+}
+
+absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::StartOnce(
+    const std::vector<std::string>& extra_flags, int port) {
   auto server = std::unique_ptr<ServerProcess>(new ServerProcess());
-  server->port_ = port != 0 ? port : PickFreePort();
-  const int metrics_port = PickFreePort();
+  server->port_ = port;
+  int metrics_port = PickFreePort();
+  while (metrics_port == port) metrics_port = PickFreePort();
   server->target_ = absl::StrCat("127.0.0.1:", server->port_);
   server->metrics_url_ = absl::StrCat("127.0.0.1:", metrics_port, "/metrics");
 
@@ -97,11 +113,8 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
   // channel below never sees a refused connection (and its reconnect backoff).
   const absl::Time give_up = absl::Now() + absl::Seconds(20);
   while (!AcceptsConnections(server->port_)) {
-    int status;
-    if (waitpid(pid, &status, WNOHANG) == pid) {
-      server->exited_ = true;
-      return absl::InternalError(
-          absl::StrCat("normserve-server exited early with status ", status));
+    if (server->ExitedEarly()) {
+      return absl::AbortedError("normserve-server exited before serving (port taken?)");
     }
     if (absl::Now() > give_up) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -119,9 +132,13 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
   auto channel = grpc::CreateChannel(server->target_, credentials);
   auto health = grpc::health::v1::Health::NewStub(channel);
   while (absl::Now() < give_up) {
+    if (server->ExitedEarly()) {
+      return absl::AbortedError("normserve-server exited before serving (port taken?)");
+    }
     grpc::ClientContext context;
     context.set_wait_for_ready(true);
-    context.set_deadline(absl::ToChronoTime(give_up));
+    // Short calls, so that a server that died is noticed above.
+    context.set_deadline(absl::ToChronoTime(std::min(give_up, absl::Now() + absl::Seconds(1))));
     grpc::health::v1::HealthCheckRequest request;
     grpc::health::v1::HealthCheckResponse response;
     if (health->Check(&context, request, &response).ok() &&
@@ -131,6 +148,12 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return absl::DeadlineExceededError("normserve-server did not become SERVING within 20 s");
+}
+
+bool ServerProcess::ExitedEarly() {
+  if (waitpid(pid_, nullptr, WNOHANG) != pid_) return false;
+  exited_ = true;
+  return true;
 }
 
 ServerProcess::~ServerProcess() {

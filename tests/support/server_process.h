@@ -5,7 +5,9 @@
 //   ASSERT_TRUE(server.ok()) << server.status();
 //   auto stub = v1::Normalizer::NewStub(grpc::CreateChannel((*server)->target(), ...));
 //
-// Start picks free 127.0.0.1 ports (gRPC and metrics) unless a port is given,
+// Start picks free 127.0.0.1 ports (gRPC and metrics) unless a port is given
+// (and picks again, up to 3 times, when the server exits before serving: a
+// parallel test may take a picked port first),
 // runs the binary built by this tree (--backend from extra_flags, else from
 // $NORMSERVE_TEST_BACKEND, else cpu) and returns once health reports SERVING. The destructor kills
 // a server still running (SIGKILL) and reaps it.
@@ -42,6 +44,12 @@ class ServerProcess {
 
  private:
   ServerProcess() = default;
+  // One try on the given gRPC port (metrics on another); ABORTED when the
+  // server exits before it serves.
+  static absl::StatusOr<std::unique_ptr<ServerProcess>> StartOnce(
+      const std::vector<std::string>& extra_flags, int port);
+  // Whether the process has exited (reaping it if so).
+  bool ExitedEarly();
 
   pid_t pid_ = -1;
   bool exited_ = false;
