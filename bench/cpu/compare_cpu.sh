@@ -4,6 +4,7 @@
 # repeats ROUNDS times and cpu_table.py keeps each side's best round.
 #
 #   bench/cpu/compare_cpu.sh build-cpu /tmp/cmp [ROUNDS] [THREADS]   # then:
+#   OPS="ln_bwd rms_bwd" bench/cpu/compare_cpu.sh ...                  # only some ops
 #   /usr/bin/python3 bench/cpu/cpu_table.py --ns /tmp/cmp/ns_*.json --torch /tmp/cmp/torch_*.json
 set -euo pipefail
 build=${1:?build dir}
@@ -12,7 +13,7 @@ rounds=${3:-3}
 threads=${4:-2}
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out"
-ops="ln_fwd rms_fwd add_rms_fwd rms_bwd ln_bwd"
+ops=${OPS:-"ln_fwd rms_fwd add_rms_fwd rms_bwd ln_bwd"}
 shapes="4096x1024 1024x4096 256x4096 1x4096 512x8192"
 for round in $(seq 1 "$rounds"); do
   for dtype in fp32 bf16; do

@@ -20,6 +20,10 @@ struct Element;
 template <>
 struct Element<DType::kF32> {
   using Storage = float;
+  // Whether Load costs so little (no more than a shift) that a kernel may
+  // read a row in this dtype on every pass instead of converting it once
+  // into an fp32 scratch row.
+  static constexpr bool kCheapLoad = true;
   static float Load(float v) { return v; }
   static float Store(float v) { return v; }
 };
@@ -27,6 +31,7 @@ struct Element<DType::kF32> {
 template <>
 struct Element<DType::kF16> {
   using Storage = uint16_t;
+  static constexpr bool kCheapLoad = false;  // a dozen integer and float ops
   static float Load(uint16_t v) { return HalfToFloat(v); }
   static uint16_t Store(float v) { return FloatToHalf(v); }
 };
@@ -34,6 +39,7 @@ struct Element<DType::kF16> {
 template <>
 struct Element<DType::kBF16> {
   using Storage = uint16_t;
+  static constexpr bool kCheapLoad = true;  // a shift
   static float Load(uint16_t v) { return BFloat16ToFloat(v); }
   static uint16_t Store(float v) { return FloatToBFloat16(v); }
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "scratch.h"
+#include "task_size.h"
 
 // Function multiversioning: one clone per instruction set, chosen once by the
 // dynamic loader. Only where GCC-compatible ifuncs exist (x86-64 ELF).
@@ -57,15 +58,22 @@ inline void BackwardRows(const BackwardRowParams& params, const BackwardSegment&
   const auto* grad_out = static_cast<const Storage<D>*>(segment.grad_out);
   const auto* grad_residual_out = static_cast<const Storage<R>*>(segment.grad_residual_out);
   auto* grad_in = static_cast<Storage<D>*>(segment.grad_in);
+  const int64_t ahead = PrefetchRowsAhead(d * static_cast<int64_t>(sizeof(Storage<D>)));
   for (int64_t row = row_begin; row < row_end; ++row) {
     RowStats saved;
     const bool have_saved = segment.mean != nullptr;
     if (have_saved) saved = {segment.mean[row], segment.rstd[row]};
+    NextRowInputs<D> next;
+    if (row + ahead < row_end) {
+      next = {RowPointer(x, row + ahead, d), RowPointer(grad_out, row + ahead, d)};
+    }
     BackwardRow<D, R>(params, RowPointer(x, row, d), RowPointer(y, row, d),
                       RowPointer(grad_out, row, d), RowPointer(grad_residual_out, row, d),
                       have_saved ? &saved : nullptr, RowPointer(grad_in, row, d), dw_partial,
-                      db_partial, scratch0, scratch1);
+                      db_partial, scratch0, scratch1, next);
   }
+  // Before the pool reports the task done, after which other threads read grad_in.
+  if (params.stream_grad_in) StreamFence();
 }
 
 // The instances: (dtype, residual dtype) in {(f32, f32), (f16, f16),

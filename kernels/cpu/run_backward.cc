@@ -43,6 +43,8 @@ void RunBackward(RowPool& pool, const BackwardBatch& batch) {
   if (batch.weight != nullptr) ConvertToFloat(batch.dtype, batch.weight, d, scaled_weight.data());
   for (float& w : scaled_weight) w *= params.scale;
   params.scaled_weight = scaled_weight.data();
+  params.stream_grad_in =
+      TotalRows(batch) * d * static_cast<int64_t>(DTypeSize(batch.dtype)) >= kStreamMinBytes;
   const BackwardRowsFn rows_fn = BackwardRowsFor(batch.dtype, batch.residual_dtype);
 
   // Partial sums: one fp32 [hidden] row per chunk of each segment that asks
