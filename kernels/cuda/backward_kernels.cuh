@@ -126,10 +126,11 @@ __device__ __forceinline__ DqScalars ReduceDqScalars(const BackwardArgs& a, floa
 // column owned by one thread; null when the launch wants neither).
 // kPlain: the launch has neither y nor grad_residual_out (their terms are then
 // the constant 0, added exactly as the generic code adds a loaded 0, so the
-// bits are the same).
-template <bool kPlain, typename T, int VEC, int ITERS>
+// bits are the same). kCtas > 1: the row is split over a cluster's blocks.
+template <bool kPlain, int kCtas, typename T, int VEC, int ITERS>
 __device__ __forceinline__ void BackwardRow(const BackwardArgs& a, int64_t row, bool live,
-                                            bool has_stats, int tpr, int t, GroupScratch& scratch,
+                                            bool has_stats, int tpr, int t,
+                                            ClusterScratch<kCtas>& scratch,
                                             const RawRow<T, VEC, ITERS>& raw, float* dw,
                                             float* db) {
   const int d = static_cast<int>(a.hidden);
@@ -192,19 +193,20 @@ __device__ __forceinline__ void BackwardRow(const BackwardArgs& a, int64_t row, 
       dx[i] = dq - mean_dq + g[i];
     }
     StoreFloats(static_cast<T*>(a.grad_in) + row * a.hidden + col, dx);
+    const int acc_col = LocalColumn<VEC, kCtas>(it, tpr, t);
     if (dw != nullptr) {
       float acc[VEC];
-      LoadFloats(dw + col, acc);
+      LoadFloats(dw + acc_col, acc);
 #pragma unroll
       for (int i = 0; i < VEC; ++i) acc[i] += dyr[i] * p[it][i];
-      StoreFloats(dw + col, acc);
+      StoreFloats(dw + acc_col, acc);
     }
     if (db != nullptr) {
       float acc[VEC];
-      LoadFloats(db + col, acc);
+      LoadFloats(db + acc_col, acc);
 #pragma unroll
       for (int i = 0; i < VEC; ++i) acc[i] += dyr[i];
-      StoreFloats(db + col, acc);
+      StoreFloats(db + acc_col, acc);
     }
   }
 }
@@ -223,12 +225,32 @@ __device__ __forceinline__ void WritePartial(const BackwardArgs& a, int chunk, i
   }
 }
 
+// WritePartial for a row split over a cluster: the block writes its own
+// columns, packed in `acc` ([acc_len], LocalColumn's order).
+template <int VEC, int kCtas>
+__device__ __forceinline__ void WriteBlockColumnsPartial(const BackwardArgs& a, int chunk,
+                                                         int total_chunks, int tpr, int rank,
+                                                         int acc_len, const float* acc,
+                                                         int which) {
+  const int d = static_cast<int>(a.hidden);
+  const int cta_tpr = tpr / kCtas;
+  float* out = static_cast<float*>(a.workspace) +
+               (static_cast<int64_t>(which) * total_chunks + chunk) * a.hidden;
+  for (int j = threadIdx.x; j < acc_len; j += blockDim.x) {
+    const int vector = j / VEC;  // it * cta_tpr + thread
+    const int col =
+        ((vector / cta_tpr) * tpr + rank * cta_tpr + vector % cta_tpr) * VEC + j % VEC;
+    if (col < d) out[col] = acc[j];
+  }
+}
+
 // A row group's walk over its chunk's rows (stride rows_per_cta), the next
 // row's x / dy prefetched while the current one is reduced.
-template <bool kPlain, typename T, int VEC, int ITERS>
+template <bool kPlain, int kCtas, typename T, int VEC, int ITERS>
 __device__ __forceinline__ void BackwardRows(const BackwardArgs& a, const ChunkRows& c, int group,
                                              int tpr, int t, int rows_per_cta,
-                                             GroupScratch& scratch, float* dw, float* db) {
+                                             ClusterScratch<kCtas>& scratch, float* dw,
+                                             float* db) {
   // Every group runs the same number of steps (GroupSum synchronizes the block).
   const int64_t steps = (c.end - c.begin + rows_per_cta - 1) / rows_per_cta;
   RawRow<T, VEC, ITERS> raw;
@@ -239,7 +261,7 @@ __device__ __forceinline__ void BackwardRows(const BackwardArgs& a, const ChunkR
     const RawRow<T, VEC, ITERS> cur = raw;
     // Prefetch the next row while this one is reduced.
     LoadRawRow(a, next, next < c.end, tpr, t, raw);
-    BackwardRow<kPlain>(a, row, row < c.end, c.has_stats, tpr, t, scratch, cur, dw, db);
+    BackwardRow<kPlain, kCtas>(a, row, row < c.end, c.has_stats, tpr, t, scratch, cur, dw, db);
     row = next;
   }
 }
@@ -247,22 +269,25 @@ __device__ __forceinline__ void BackwardRows(const BackwardArgs& a, const ChunkR
 // One block per chunk; each row group walks the chunk's rows with stride
 // rows_per_cta, accumulating its columns' dw / db in shared memory.
 // kPlain (no y, no grad_residual_out) is chosen by the launcher.
-template <typename T, int VEC, int ITERS, bool kPlain>
+// kCtas > 1: one row group per cluster of kCtas blocks (launched as such),
+// each block holding its share of the row (see row_layout.h).
+template <typename T, int VEC, int ITERS, bool kPlain, int kCtas = 1>
 __global__ void __launch_bounds__(kMaxThreads)
     BackwardKernel(const BackwardArgs a, const int tpr, const int rows_per_cta,
                    const int64_t chunk_rows) {
-  // dw / db accumulators, [2][rows_per_cta][hidden], when partials are wanted.
+  // dw / db accumulators, [2][rows_per_cta][acc_len], when partials are wanted.
   extern __shared__ float acc[];
   __shared__ float scratch_buffers[GroupScratch::kFloats];
-  GroupScratch scratch{scratch_buffers};
-  const int group = threadIdx.x / tpr;
-  const int t = threadIdx.x - group * tpr;
+  ClusterScratch<kCtas> scratch{scratch_buffers};
+  const auto [group, t, rank] = RowThreadOf<kCtas>(tpr);
   const int d = static_cast<int>(a.hidden);
-  const int chunk = blockIdx.x;
+  const int acc_len = static_cast<int>(LocalRowLength<VEC, ITERS, kCtas>(a.hidden, tpr));
+  const int chunk = blockIdx.x / kCtas;
   const ChunkRows c = FindChunk(a, chunk, chunk_rows);
   const bool partials = a.workspace != nullptr;
-  float* dw = partials && a.grad_weight != nullptr ? acc + group * d : nullptr;
-  float* db = partials && a.grad_bias != nullptr ? acc + (rows_per_cta + group) * d : nullptr;
+  float* dw = partials && a.grad_weight != nullptr ? acc + group * acc_len : nullptr;
+  float* db =
+      partials && a.grad_bias != nullptr ? acc + (rows_per_cta + group) * acc_len : nullptr;
   if (partials) {
     // Zeroed by the threads that own the columns, so no barrier is needed
     // before the first accumulation.
@@ -271,20 +296,28 @@ __global__ void __launch_bounds__(kMaxThreads)
       const int col = (it * tpr + t) * VEC;
       if (col < d) {
         const float zero[VEC] = {};
-        StoreFloats(acc + group * d + col, zero);
-        StoreFloats(acc + (rows_per_cta + group) * d + col, zero);
+        const int acc_col = LocalColumn<VEC, kCtas>(it, tpr, t);
+        StoreFloats(acc + group * acc_len + acc_col, zero);
+        StoreFloats(acc + (rows_per_cta + group) * acc_len + acc_col, zero);
       }
     }
   }
 
-  BackwardRows<kPlain, T, VEC, ITERS>(a, c, group, tpr, t, rows_per_cta, scratch, dw, db);
+  BackwardRows<kPlain, kCtas, T, VEC, ITERS>(a, c, group, tpr, t, rows_per_cta, scratch, dw, db);
 
+  ClusterExitBarrier<kCtas>();
   if (!partials) return;
   __syncthreads();
-  const int total_chunks = gridDim.x;
-  if (a.grad_weight != nullptr) WritePartial(a, chunk, total_chunks, rows_per_cta, acc, 0);
-  if (a.grad_bias != nullptr) {
-    WritePartial(a, chunk, total_chunks, rows_per_cta, acc + rows_per_cta * d, 1);
+  const int total_chunks = gridDim.x / kCtas;
+  for (int which = 0; which < 2; ++which) {
+    if ((which == 0 ? a.grad_weight : a.grad_bias) == nullptr) continue;
+    const float* rows = acc + which * rows_per_cta * acc_len;
+    if constexpr (kCtas == 1) {
+      WritePartial(a, chunk, total_chunks, rows_per_cta, rows, which);
+    } else {
+      WriteBlockColumnsPartial<VEC, kCtas>(a, chunk, total_chunks, tpr, rank, acc_len, rows,
+                                           which);
+    }
   }
 }
 

@@ -11,6 +11,30 @@
 
 namespace normserve::kernels::cuda {
 
+// A layout with ctas_per_row > 1: BackwardKernel launched as clusters of that
+// many blocks, one per chunk.
+template <typename T, int VEC, int ITERS>
+cudaError_t LaunchClusterBackward(const BackwardArgs& a, const RowLayout& layout,
+                                  int64_t chunk_rows, bool partials, cudaStream_t stream) {
+  constexpr int kCtas = kClusterCtas;
+  if (layout.ctas_per_row != kCtas || layout.rows_per_cta != 1) {
+    return cudaErrorInvalidConfiguration;
+  }
+  // The plain instance gives the same bits as the generic one (see
+  // BackwardRow) with fewer registers.
+  const bool plain = a.y == nullptr && a.grad_residual_out == nullptr;
+  auto* kernel = plain ? &BackwardKernel<T, VEC, ITERS, true, kCtas>
+                       : &BackwardKernel<T, VEC, ITERS, false, kCtas>;
+  const size_t acc_bytes =
+      partials ? 2 * sizeof(float) * LocalRowLength<VEC, ITERS, kCtas>(a.hidden, layout.tpr) : 0;
+  if (const cudaError_t err = AllowDynamicShared(kernel, acc_bytes); err != cudaSuccess) {
+    return err;
+  }
+  return LaunchClusters(kernel, static_cast<unsigned>(a.total_chunks), kCtas,
+                        static_cast<unsigned>(layout.threads()), acc_bytes, stream, a, layout.tpr,
+                        layout.rows_per_cta, chunk_rows);
+}
+
 template <typename T>
 cudaError_t LaunchBackwardTyped(const BackwardArgs& in, cudaStream_t stream) {
   BackwardArgs a = in;
@@ -36,6 +60,15 @@ cudaError_t LaunchBackwardTyped(const BackwardArgs& in, cudaStream_t stream) {
       if constexpr (kIters == 0) {
         BackwardStreamKernel<T, kVec><<<a.total_chunks, kMaxThreads, 0, stream>>>(a, chunk_rows);
       } else {
+        if (layout.ctas_per_row > 1) {
+          // ChooseRowLayout splits only rows of full vectors, four per thread.
+          if constexpr (kIters == 4 && kVec == 16 / sizeof(T)) {
+            return LaunchClusterBackward<T, kVec, kIters>(a, layout, chunk_rows, partials,
+                                                          stream);
+          } else {
+            return cudaErrorInvalidConfiguration;
+          }
+        }
         const bool plain = a.y == nullptr && a.grad_residual_out == nullptr;
         // Plain 16-bit rows of full vectors take the staged kernel; fp32 rows
         // measured faster on the register kernel (both on the H100,

@@ -53,10 +53,10 @@ __device__ __forceinline__ void RowStatsOf(Load load, int tpr, int t, int d,
 }
 
 // Row statistics from the fp32 row held in registers (padding holds zeros).
-template <int VEC, int ITERS>
+template <int VEC, int ITERS, typename Scratch>
 __device__ __forceinline__ void RowStats(const float (&p)[ITERS][VEC], int tpr, int t, int d,
-                                         const NormScalars& norm, GroupScratch& scratch,
-                                         float& mean, float& rstd) {
+                                         const NormScalars& norm, Scratch& scratch, float& mean,
+                                         float& rstd) {
   RowStatsOf<VEC, ITERS>(
       [&](int it, float(&v)[VEC]) {
 #pragma unroll

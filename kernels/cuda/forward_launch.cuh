@@ -26,7 +26,7 @@ cudaError_t LaunchForwardTyped(const ForwardArgs& a, cudaStream_t stream) {
       ForwardStreamKernel<T, kVec><<<static_cast<unsigned>(a.rows), kMaxThreads, 0, stream>>>(a);
     } else {
       const int64_t blocks = (a.rows + layout.rows_per_cta - 1) / layout.rows_per_cta;
-      // Fused residual on 16-bit rows of 8193-32768 elements (8 vectors per
+      // Fused residual on 16-bit rows of 15361-32768 elements (8 vectors per
       // thread): the staged kernel, over at most 2 blocks per SM. Measured on
       // the H100 (bench/results/gpu-2026-11-23-round4.md): add + RMSNorm
       // 8192 x 16384 435 -> 400 us, while plain RMSNorm / LayerNorm lost

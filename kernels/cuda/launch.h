@@ -102,7 +102,7 @@ struct BackwardArgs {
 // Fills segments[i].row_begin / chunk_begin / chunk_rows for the given row
 // counts (segments[i].rows and has_stats set by the caller); returns the total
 // number of chunks. Same dtype, hidden and alignment as the launch; call it
-// with the launch's device current (a segment gets at most 2 chunks per SM).
+// with the launch's device current (a segment gets at most 2 blocks per SM).
 int PlanBackward(DType dtype, int64_t hidden, bool aligned, SegmentPlan* segments,
                  int num_segments);
 // Most chunks one segment is cut into on the current device: 2 per SM.

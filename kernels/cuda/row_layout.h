@@ -5,9 +5,12 @@
 // A row of `hidden` elements is cut into vectors of `vec` elements; a group of
 // `tpr` consecutive threads owns one row, thread t holding vectors
 // t, t + tpr, t + 2 tpr, ... (`iters` of them) in registers, so the row is read
-// from memory once. A block holds `rows_per_cta` such groups. Rows too long for
-// registers go to the streaming kernels (iters == 0): one block per row, making
-// several passes over the row (the later ones served from L2).
+// from memory once. A block holds `rows_per_cta` such groups. A backward row too
+// long for one block's registers is split over a cluster of `ctas_per_row`
+// blocks (thread t of the row is thread t % (tpr / ctas_per_row) of block
+// t / (tpr / ctas_per_row)), which reduce through distributed shared memory.
+// Rows too long for that go to the streaming kernels (iters == 0): one block
+// per row, making several passes over the row (the later ones served from L2).
 #ifndef NORMSERVE_KERNELS_CUDA_ROW_LAYOUT_H_
 #define NORMSERVE_KERNELS_CUDA_ROW_LAYOUT_H_
 
@@ -23,6 +26,8 @@ enum class Pass { kForward, kBackward };
 inline constexpr int kMaxThreads = 512;
 // Threads a block aims for when rows are short (several rows per block).
 inline constexpr int kTargetThreads = 256;
+// Blocks of a cluster that splits one backward row.
+inline constexpr int kClusterCtas = 2;
 // Register kernels exist for iters in {1, 2, 4, 8} with vec * iters at most
 // this many elements per thread and row (backward: 64 bytes of each stored
 // tensor, which a prefetched row doubles).
@@ -35,9 +40,18 @@ struct RowLayout {
   int iters = 0;         // vectors per thread and row; 0 = streaming kernel
   int tpr = 1;           // threads per row: a power of two <= 32, or a multiple of 32
   int rows_per_cta = 1;  // row groups per block
-  int threads() const { return tpr * rows_per_cta; }
+  int ctas_per_row = 1;  // > 1: one row per cluster of this many blocks
+  int threads() const { return tpr * rows_per_cta / ctas_per_row; }
   bool streaming() const { return iters == 0; }
 };
+
+// Vectors per thread for a row of `vectors` vectors over `tpr` threads: the
+// smallest power of two that covers it.
+inline int ItersFor(int64_t vectors, int64_t tpr) {
+  int iters = 1;
+  while (tpr * iters < vectors) iters *= 2;
+  return iters;
+}
 
 inline RowLayout ChooseRowLayout(Pass pass, DType dtype, int64_t hidden, bool aligned) {
   RowLayout layout;
@@ -50,17 +64,20 @@ inline RowLayout ChooseRowLayout(Pass pass, DType dtype, int64_t hidden, bool al
   // prefetched next row, so its fp32 rows get fewer elements per thread.
   // Measured on the H100 (bench/results/gpu-*.md): 16-bit rows with 4 vectors
   // of 8 per thread in forward beat 8 vectors.
-  // Two exceptions for 16-bit rows (vec 8), measured on the H100
-  // (bench/results/gpu-2026-11-23-round2.md):
-  //  - forward: a row that 4 vectors per thread would spread over more than
-  //    kTargetThreads threads (hidden 16384: 512) takes 8 vectors per thread
-  //    instead (16384: 249 -> 205 us at 8192 rows);
+  // Two exceptions for 16-bit rows (vec 8), measured on the H100:
+  //  - forward: a row that 4 vectors per thread would spread over a whole
+  //    kMaxThreads block or more (hidden > 15360) takes 8 vectors per thread
+  //    instead (16384: 249 -> 205 us at 8192 rows,
+  //    bench/results/gpu-2026-11-23-round2.md); shorter rows keep 4 (12288:
+  //    92 -> 77 us at 4096 rows, bench/results/gpu-2026-11-23-round5.md);
   //  - backward: a row that 2 vectors per thread fill as exactly one
   //    kTargetThreads block (hidden 4096) takes 2 vectors per thread rather
-  //    than 4 with two rows per block (32768 x 4096 RMSNorm: 434 -> 413 us).
+  //    than 4 with two rows per block (32768 x 4096 RMSNorm: 434 -> 413 us,
+  //    round2.md).
   int preferred = pass == Pass::kForward && layout.vec != 8 ? 8 : 4;
   if (layout.vec == 8) {
-    if (pass == Pass::kForward && (vectors + 3) / 4 > kTargetThreads) preferred = 8;
+    const int64_t threads_at_4 = ((vectors + 3) / 4 + 31) / 32 * 32;
+    if (pass == Pass::kForward && threads_at_4 >= kMaxThreads) preferred = 8;
     if (pass == Pass::kBackward && (vectors + 1) / 2 == kTargetThreads) preferred = 2;
   }
   int64_t tpr = (vectors + preferred - 1) / preferred;
@@ -70,17 +87,35 @@ inline RowLayout ChooseRowLayout(Pass pass, DType dtype, int64_t hidden, bool al
     tpr = pow2;
   } else {
     tpr = (tpr + 31) / 32 * 32;
-    if (tpr > kMaxThreads) tpr = kMaxThreads;
   }
-  int iters = 1;
-  while (tpr * iters < vectors) iters *= 2;
-  if (iters > 8 ||
-      layout.vec * iters > MaxElemsPerThread(pass, static_cast<int>(DTypeSize(dtype)))) {
+  const int max_elems = MaxElemsPerThread(pass, static_cast<int>(DTypeSize(dtype)));
+  const int iters = ItersFor(vectors, tpr < kMaxThreads ? tpr : kMaxThreads);
+  const bool fits = iters <= 8 && layout.vec * iters <= max_elems;
+  // Backward rows one block cannot hold in registers (fp32 rows of
+  // 8193-16384 elements, 16-bit ones of 16385-32768) are split over a cluster
+  // of two blocks, 4 vectors per thread, rather than streamed from L2 several
+  // times: fp32 8192 x 16384 RMSNorm 1380 -> 672 us, LayerNorm 2180 -> 784 us
+  // (bench/results/gpu-2026-11-23-round5.md). (The same split of 16-bit
+  // forward rows of 16384 measured slower than one block: 204 -> 267 us.)
+  if (pass == Pass::kBackward && !fits && layout.vec > 1) {
+    const int64_t per_row = (vectors + 3) / 4;
+    const int64_t cluster_tpr = (per_row + 32 * kClusterCtas - 1) / (32 * kClusterCtas) *
+                                (32 * kClusterCtas);
+    const int cluster_iters = ItersFor(vectors, cluster_tpr);
+    if (cluster_tpr <= int64_t{kClusterCtas} * kMaxThreads &&
+        layout.vec * cluster_iters <= max_elems) {
+      layout.iters = cluster_iters;
+      layout.tpr = static_cast<int>(cluster_tpr);
+      layout.ctas_per_row = kClusterCtas;
+      return layout;
+    }
+  }
+  if (!fits) {
     layout.iters = 0;
     layout.tpr = kMaxThreads;
-    layout.rows_per_cta = 1;
     return layout;
   }
+  if (tpr > kMaxThreads) tpr = kMaxThreads;  // and more vectors per thread
   layout.iters = iters;
   layout.tpr = static_cast<int>(tpr);
   layout.rows_per_cta = tpr >= kTargetThreads ? 1 : static_cast<int>(kTargetThreads / tpr);
@@ -88,13 +123,15 @@ inline RowLayout ChooseRowLayout(Pass pass, DType dtype, int64_t hidden, bool al
 }
 
 // Backward chunking: a segment of `rows` rows is cut into this many chunks of
-// ceil(rows / chunks) rows, one block each. At most `max_chunks` (a multiple of
-// the SM count: one wave of resident blocks), so the fp32 partials stay small
-// next to the data and no block runs alone in a last partial wave.
+// ceil(rows / chunks) rows, one block (or cluster) each. At most `max_chunks`
+// blocks (a multiple of the SM count: one wave of resident blocks), so the fp32
+// partials stay small next to the data and no block runs alone in a last
+// partial wave.
 inline int BackwardChunks(int64_t rows, const RowLayout& layout, int max_chunks) {
   if (rows <= 0) return 0;
   const int64_t chunks = (rows + layout.rows_per_cta - 1) / layout.rows_per_cta;
-  return chunks < max_chunks ? static_cast<int>(chunks) : max_chunks;
+  const int cap = max_chunks / layout.ctas_per_row;
+  return chunks < cap ? static_cast<int>(chunks) : cap;
 }
 inline int64_t BackwardChunkRows(int64_t rows, int chunks) {
   return chunks == 0 ? 0 : (rows + chunks - 1) / chunks;

@@ -5,6 +5,7 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cooperative_groups.h>
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
@@ -86,13 +87,19 @@ inline constexpr int kMaxGroupSums = 3;
 // kDoubleBuffered = false saves the phase register and pays the second
 // barrier: the staged backward kernel, short of registers, measured faster so
 // (bench/results/gpu-2026-11-23-round4.md).
-template <bool kDoubleBuffered>
+// kCtas > 1: the row group spans the kCtas blocks of a cluster, whose threads
+// read each other's per-warp partials; the double buffer then also keeps a
+// block from overwriting a half its peers may still read.
+template <bool kDoubleBuffered, int kCtas = 1>
 struct GroupScratchOf {
+  static_assert(kCtas == 1 || kDoubleBuffered, "cluster sums need the double buffer");
   static constexpr int kFloats = 2 * kMaxWarps * kMaxGroupSums;
   float* buffers;  // __shared__ float[kFloats]
   int phase = 0;
 };
 using GroupScratch = GroupScratchOf<true>;
+template <int kCtas>
+using ClusterScratch = GroupScratchOf<true, kCtas>;
 
 // Host side: dynamic shared memory that, with a kernel's static GroupSum
 // scratch, goes beyond the default 48 KB needs the kernel's opt-in.
@@ -104,13 +111,80 @@ cudaError_t AllowDynamicShared(Kernel* kernel, size_t bytes) {
                               static_cast<int>(bytes));
 }
 
+// Launches `kernel` as `clusters` clusters of `ctas` blocks each (1-D).
+template <typename... Params, typename... Args>
+cudaError_t LaunchClusters(void (*kernel)(Params...), unsigned clusters, int ctas,
+                           unsigned block_threads, size_t shared_bytes, cudaStream_t stream,
+                           Args... args) {
+  cudaLaunchAttribute cluster;
+  cluster.id = cudaLaunchAttributeClusterDimension;
+  cluster.val.clusterDim.x = static_cast<unsigned>(ctas);
+  cluster.val.clusterDim.y = 1;
+  cluster.val.clusterDim.z = 1;
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(clusters * static_cast<unsigned>(ctas));
+  config.blockDim = dim3(block_threads);
+  config.dynamicSmemBytes = shared_bytes;
+  config.stream = stream;
+  config.attrs = &cluster;
+  config.numAttrs = 1;
+  return cudaLaunchKernelEx(&config, kernel, args...);
+}
+
+// A thread's place in the row layout (row_layout.h): its row group in the
+// block, its index t among the row's tpr threads, and its block's rank in the
+// cluster (kCtas > 1: one row group per cluster, block r holding threads
+// [r * tpr / kCtas, (r + 1) * tpr / kCtas) of the row).
+struct RowThread {
+  int group;
+  int t;
+  int rank;
+};
+template <int kCtas>
+__device__ __forceinline__ RowThread RowThreadOf(int tpr) {
+  const int cta_tpr = tpr / kCtas;
+  int rank = 0;
+  if constexpr (kCtas > 1) rank = static_cast<int>(cooperative_groups::this_cluster().block_rank());
+  const int group = static_cast<int>(threadIdx.x) / cta_tpr;
+  return {group, rank * cta_tpr + static_cast<int>(threadIdx.x) - group * cta_tpr, rank};
+}
+
+// Where a thread's vector `it` sits in per-block row storage (shared-memory
+// copies of weights, dw / db accumulators): at its column, or with a row split
+// over kCtas blocks, among the block's own vectors packed in order (a block
+// holds only its share of the columns).
+template <int VEC, int kCtas>
+__device__ __forceinline__ int LocalColumn(int it, int tpr, int t) {
+  if constexpr (kCtas == 1) {
+    return (it * tpr + t) * VEC;
+  } else {
+    const int cta_tpr = tpr / kCtas;
+    return (it * cta_tpr + t % cta_tpr) * VEC;
+  }
+}
+
+// The length of such per-block row storage: the row, or the block's share.
+template <int VEC, int ITERS, int kCtas>
+__host__ __device__ __forceinline__ int64_t LocalRowLength(int64_t hidden, int tpr) {
+  return kCtas == 1 ? hidden : int64_t{ITERS} * (tpr / kCtas) * VEC;
+}
+
+// A block of a cluster may exit only after its peers' last reads of its
+// GroupSum scratch: every block calls this last.
+template <int kCtas>
+__device__ __forceinline__ void ClusterExitBarrier() {
+  if constexpr (kCtas > 1) cooperative_groups::this_cluster().sync();
+}
+
 // Sums each of v[0..N) over the `tpr` threads of the caller's row group
-// (threads [g * tpr, (g + 1) * tpr) of the block); every thread of the group
-// gets the same bits. The order of additions depends on tpr alone. Every
-// thread of the block must call it (it synchronizes the block when tpr > 32).
-template <int N, bool kDoubleBuffered>
+// (threads [g * tpr, (g + 1) * tpr) of the block, or with kCtas > 1 every
+// thread of the cluster); every thread of the group gets the same bits. The
+// order of additions depends on tpr alone. Every thread of the block (cluster)
+// must call it (it synchronizes the block when tpr > 32, the cluster when
+// kCtas > 1).
+template <int N, bool kDoubleBuffered, int kCtas>
 __device__ __forceinline__ void GroupSum(float (&v)[N], int tpr,
-                                         GroupScratchOf<kDoubleBuffered>& scratch) {
+                                         GroupScratchOf<kDoubleBuffered, kCtas>& scratch) {
   static_assert(N <= kMaxGroupSums, "scratch holds kMaxGroupSums values per warp");
   const int width = tpr < 32 ? tpr : 32;
   // A butterfly: lane i and its partner add the same two partials, so all
@@ -134,12 +208,29 @@ __device__ __forceinline__ void GroupSum(float (&v)[N], int tpr,
 #pragma unroll
       for (int i = 0; i < N; ++i) buffer[warp * N + i] = v[i];
     }
-    __syncthreads();
+    if constexpr (kCtas > 1) {
+      // Warps in row order: block 0's, then block 1's, ...
+      namespace cg = cooperative_groups;
+      cg::cluster_group cluster = cg::this_cluster();
+      cluster.sync();
+      const int warps_per_cta = tpr / kCtas / 32;
 #pragma unroll
-    for (int i = 0; i < N; ++i) {
-      float sum = 0.0f;
-      for (int w = 0; w < warps_per_group; ++w) sum += buffer[(first + w) * N + i];
-      v[i] = sum;
+      for (int i = 0; i < N; ++i) v[i] = 0.0f;
+      for (int r = 0; r < kCtas; ++r) {
+        const float* part = cluster.map_shared_rank(buffer, r);
+        for (int w = 0; w < warps_per_cta; ++w) {
+#pragma unroll
+          for (int i = 0; i < N; ++i) v[i] += part[w * N + i];
+        }
+      }
+    } else {
+      __syncthreads();
+#pragma unroll
+      for (int i = 0; i < N; ++i) {
+        float sum = 0.0f;
+        for (int w = 0; w < warps_per_group; ++w) sum += buffer[(first + w) * N + i];
+        v[i] = sum;
+      }
     }
   }
 }

@@ -115,24 +115,33 @@ INSTANTIATE_TEST_SUITE_P(Kernels, BackwardTest,
 // dw / db add more than one row per chunk. A short second segment follows.
 class ManyRowsBackwardTest : public BackendTest<DType, int64_t> {};
 
+// RMSNorm with saved statistics, LayerNorm without, and the fused residual
+// backward (y and grad_residual_out: the kernels' generic instances).
 TEST_P(ManyRowsBackwardTest, EveryRowAndTheReductionsMatchReference) {
-  for (bool center : {false, true}) {
+  for (int variant = 0; variant < 3; ++variant) {
+    const bool center = variant == 1;
+    const bool fused = variant == 2;
     NormCase c;
     c.dtype = std::get<1>(GetParam());
     c.hidden = std::get<2>(GetParam());
     c.segment_rows = {300, 7};
     c.config.center = center;
     c.weight = true;
-    c.saved_stats = !center;
+    c.saved_stats = variant == 0;
+    c.residual = fused;
+    c.grad_residual_out = fused;
     c.grad_weight = true;
     c.grad_bias = center;
     ExpectBackwardMatchesReference(backend(), c, 18);
   }
 }
 
+// 10000 and 20000: fp32 and 16-bit rows that the CUDA backward splits over a
+// cluster of two blocks (20000 is also fp32's streaming kernel).
 INSTANTIATE_TEST_SUITE_P(Kernels, ManyRowsBackwardTest,
                          ::testing::Combine(::testing::ValuesIn(BackendNames()), AllDTypes(),
-                                            ::testing::Values(int64_t{4096}, int64_t{10000})),
+                                            ::testing::Values(int64_t{4096}, int64_t{10000},
+                                                              int64_t{20000})),
                          SuiteParamName);
 
 }  // namespace

@@ -113,8 +113,8 @@ INSTANTIATE_TEST_SUITE_P(Kernels, ForwardTest,
 
 // More rows than the CUDA forward's staged kernel has blocks (two per SM), so
 // each block walks several rows and refills its stages; with and without the
-// residual branch (which the staged kernel stages too). A short second
-// segment follows.
+// residual branch (which the staged kernel stages too: 16-bit rows of 20000).
+// A short second segment follows.
 class ManyRowsForwardTest : public BackendTest<DType, int64_t> {};
 
 TEST_P(ManyRowsForwardTest, EveryRowMatchesReference) {
@@ -136,7 +136,7 @@ TEST_P(ManyRowsForwardTest, EveryRowMatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(Kernels, ManyRowsForwardTest,
                          ::testing::Combine(::testing::ValuesIn(BackendNames()), AllDTypes(),
-                                            ::testing::Values(int64_t{10000})),
+                                            ::testing::Values(int64_t{10000}, int64_t{20000})),
                          SuiteParamName);
 
 }  // namespace

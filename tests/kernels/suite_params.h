@@ -2,8 +2,8 @@
 // sizes, and the row counts used at each hidden size (enough rows to cross
 // the 32-row gradient chunks and the multi-threaded path at small hidden
 // sizes, a few rows at 65536 to keep the suite fast). 10000 is 16-byte
-// aligned and over 8192: the CUDA forward's staged fused-residual kernel
-// (16-bit) and the streaming backward (fp32).
+// aligned and over 8192: the CUDA backward splits its fp32 rows over a cluster
+// of two blocks.
 #ifndef NORMSERVE_TESTS_KERNELS_SUITE_PARAMS_H_
 #define NORMSERVE_TESTS_KERNELS_SUITE_PARAMS_H_
 

@@ -1,0 +1,105 @@
+// ChooseRowLayout (kernels/cuda/row_layout.h) is host code: these checks run
+// without a GPU. Every layout it returns must be one the CUDA launchers have a
+// kernel for (they answer cudaErrorInvalidConfiguration otherwise) and must
+// cover the row, for every hidden size the service accepts.
+#include "cuda/row_layout.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+namespace normserve::kernels_test {
+namespace {
+
+using kernels::DType;
+using kernels::cuda::ChooseRowLayout;
+using kernels::cuda::kClusterCtas;
+using kernels::cuda::kMaxThreads;
+using kernels::cuda::kTargetThreads;
+using kernels::cuda::MaxElemsPerThread;
+using kernels::cuda::Pass;
+using kernels::cuda::RowLayout;
+
+TEST(RowLayoutTest, EveryLayoutCoversTheRowWithAnInstantiatedKernel) {
+  for (Pass pass : {Pass::kForward, Pass::kBackward}) {
+    for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
+      const int elem = static_cast<int>(kernels::DTypeSize(dtype));
+      for (bool aligned : {false, true}) {
+        for (int64_t hidden = 1; hidden <= 65536; ++hidden) {
+          const RowLayout l = ChooseRowLayout(pass, dtype, hidden, aligned);
+          SCOPED_TRACE(testing::Message() << "pass " << static_cast<int>(pass) << " elem "
+                                          << elem << " aligned " << aligned << " hidden "
+                                          << hidden);
+          ASSERT_TRUE(l.vec == 1 || l.vec == 16 / elem);
+          if (l.vec > 1) {
+            ASSERT_TRUE(aligned);
+            ASSERT_EQ(hidden % l.vec, 0);
+          }
+          if (l.streaming()) {
+            ASSERT_EQ(l.tpr, kMaxThreads);
+            ASSERT_EQ(l.rows_per_cta, 1);
+            ASSERT_EQ(l.ctas_per_row, 1);
+            continue;
+          }
+          ASSERT_TRUE(l.iters == 1 || l.iters == 2 || l.iters == 4 || l.iters == 8);
+          ASSERT_LE(l.vec * l.iters, MaxElemsPerThread(pass, elem));
+          ASSERT_GE(int64_t{l.tpr} * l.iters * l.vec, hidden);
+          ASSERT_LE(l.threads(), kMaxThreads);
+          if (l.ctas_per_row > 1) {
+            // The cluster launcher's instances: backward, full vectors, four
+            // per thread, one row per cluster of whole warps per block.
+            ASSERT_EQ(pass, Pass::kBackward);
+            ASSERT_EQ(l.ctas_per_row, kClusterCtas);
+            ASSERT_EQ(l.vec, 16 / elem);
+            ASSERT_EQ(l.iters, 4);
+            ASSERT_EQ(l.rows_per_cta, 1);
+            ASSERT_EQ(l.tpr % (32 * kClusterCtas), 0);
+          } else if (l.tpr < 32) {
+            ASSERT_EQ(l.tpr & (l.tpr - 1), 0);
+            ASSERT_EQ(l.threads(), kTargetThreads);
+          } else {
+            ASSERT_EQ(l.tpr % 32, 0);
+          }
+        }
+      }
+    }
+  }
+}
+
+struct Expected {
+  Pass pass;
+  DType dtype;
+  int64_t hidden;
+  int tpr, iters, ctas_per_row;
+};
+
+// The measured choices (bench/results/gpu-*.md) named in row_layout.h.
+TEST(RowLayoutTest, MeasuredChoices) {
+  const Expected cases[] = {
+      {Pass::kBackward, DType::kBF16, 4096, 256, 2, 1},    // 2 vectors, one block
+      {Pass::kForward, DType::kBF16, 4096, 128, 4, 1},     // 4 vectors of 8
+      {Pass::kForward, DType::kF32, 4096, 128, 8, 1},      // 8 vectors of 4
+      {Pass::kForward, DType::kBF16, 12288, 384, 4, 1},    // 4 vectors, one block
+      {Pass::kForward, DType::kBF16, 15360, 480, 4, 1},    // 4 vectors, one block
+      {Pass::kForward, DType::kBF16, 16384, 256, 8, 1},    // 8 vectors
+      {Pass::kForward, DType::kF32, 16384, 512, 8, 1},     // fp32: one block
+      {Pass::kBackward, DType::kF32, 16384, 1024, 4, 2},   // cluster
+      {Pass::kBackward, DType::kF32, 10000, 640, 4, 2},    // cluster
+      {Pass::kBackward, DType::kBF16, 16384, 512, 4, 1},   // fits one block
+      {Pass::kBackward, DType::kBF16, 32768, 1024, 4, 2},  // cluster
+  };
+  for (const Expected& e : cases) {
+    const RowLayout l = ChooseRowLayout(e.pass, e.dtype, e.hidden, /*aligned=*/true);
+    SCOPED_TRACE(testing::Message() << "pass " << static_cast<int>(e.pass) << " hidden "
+                                    << e.hidden);
+    EXPECT_EQ(l.tpr, e.tpr);
+    EXPECT_EQ(l.iters, e.iters);
+    EXPECT_EQ(l.ctas_per_row, e.ctas_per_row);
+  }
+  // Too long for a cluster's registers: the streaming kernels.
+  EXPECT_TRUE(ChooseRowLayout(Pass::kBackward, DType::kF32, 20000, true).streaming());
+  EXPECT_TRUE(ChooseRowLayout(Pass::kForward, DType::kBF16, 65536, true).streaming());
+}
+
+}  // namespace
+}  // namespace normserve::kernels_test
