@@ -202,6 +202,9 @@ __device__ __forceinline__ void GroupSum(float (&v)[N], int tpr,
       __syncthreads();  // the previous call's readers are done with the buffer
     }
     const int warp = threadIdx.x / 32;
+    // Used by the one-block path only. Computed here, in the statement order
+    // the block kernels were measured with: moving it changed their code (the
+    // staged backward 1.3 % slower, bench/results/gpu-2026-11-23-round5.md).
     const int warps_per_group = tpr / 32;
     const int first = warp / warps_per_group * warps_per_group;
     if (threadIdx.x % 32 == 0) {
