@@ -96,29 +96,74 @@ __device__ __forceinline__ void LoadScaledWeight(const BackwardArgs& a, int col,
   }
 }
 
-// The row's two scalars of dq, from the thread's partial sums (sums[0] = r . dr,
-// sums[1] = sum dr, sums[2] = sum_{i<k} r_i): coef = (r . dr) / k and
-// mean_dq = mean(dq) (LayerNorm; 0 for RMSNorm, which reduces only sums[0]).
+// Adds the vector at column `col` to the thread's partial sums of dq's
+// scalars: sums[0] += r . dr, and with kCenter (LayerNorm) sums[1] += dr and
+// sums[2] += r over elements inside the statistic (index < k). A vector wholly
+// inside skips the per-element test, with the same additions.
+template <bool kCenter, int VEC>
+__device__ __forceinline__ void AddDqSums(const float (&r)[VEC], const float (&dr)[VEC], int col,
+                                          int k, float (&sums)[3]) {
+#pragma unroll
+  for (int i = 0; i < VEC; ++i) {
+    sums[0] += r[i] * dr[i];
+    if constexpr (kCenter) sums[1] += dr[i];
+  }
+  if constexpr (kCenter) {
+    if (col + VEC <= k) {
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) sums[2] += r[i];
+    } else {
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) sums[2] += col + i < k ? r[i] : 0.0f;
+    }
+  }
+}
+
+// The row's two scalars of dq, from the thread's partial sums (AddDqSums):
+// coef = (r . dr) / k and mean_dq = mean(dq) (LayerNorm; RMSNorm reduces only
+// sums[0] and its mean_dq is the constant 0).
 struct DqScalars {
   float coef;
   float mean_dq;
 };
-template <typename Scratch>
+template <bool kCenter, typename Scratch>
 __device__ __forceinline__ DqScalars ReduceDqScalars(const BackwardArgs& a, float (&sums)[3],
                                                      float rstd, int tpr, Scratch& scratch) {
-  if (a.norm.center) {
+  DqScalars q;
+  if constexpr (kCenter) {
     GroupSum(sums, tpr, scratch);
+    q.coef = sums[0] / static_cast<float>(a.norm.stat_len);
+    q.mean_dq = __fmul_rn(rstd, sums[1] - q.coef * sums[2]) / static_cast<float>(a.hidden);
   } else {
     float dot[1] = {sums[0]};
     GroupSum(dot, tpr, scratch);
-    sums[0] = dot[0];
+    q.coef = dot[0] / static_cast<float>(a.norm.stat_len);
+    q.mean_dq = 0.0f;
   }
-  DqScalars q;
-  q.coef = sums[0] / static_cast<float>(a.norm.stat_len);
-  q.mean_dq = a.norm.center
-                  ? __fmul_rn(rstd, sums[1] - q.coef * sums[2]) / static_cast<float>(a.hidden)
-                  : 0.0f;
   return q;
+}
+
+// dx of the vector at column `col`: dq = rstd * (dr - [i < k] r * coef), then
+// dx = dq - mean_dq + g. dr and dq are rounded products (no FMA contraction),
+// so the sums and the per-element terms cancel exactly where the math says
+// they do. A vector wholly inside the statistic skips the per-element test,
+// with the same operations.
+template <int VEC>
+__device__ __forceinline__ void DxOf(const float (&r)[VEC], const float (&dr)[VEC],
+                                     const float (&g)[VEC], int col, int k, float rstd,
+                                     const DqScalars& s, float (&dx)[VEC]) {
+  if (col + VEC <= k) {
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) {
+      dx[i] = __fmul_rn(rstd, dr[i] - __fmul_rn(r[i], s.coef)) - s.mean_dq + g[i];
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) {
+      const float dq = __fmul_rn(rstd, dr[i] - (col + i < k ? __fmul_rn(r[i], s.coef) : 0.0f));
+      dx[i] = dq - s.mean_dq + g[i];
+    }
+  }
 }
 
 // The per-row gradient math on registers: writes dx and accumulates
@@ -126,8 +171,9 @@ __device__ __forceinline__ DqScalars ReduceDqScalars(const BackwardArgs& a, floa
 // column owned by one thread; null when the launch wants neither).
 // kPlain: the launch has neither y nor grad_residual_out (their terms are then
 // the constant 0, added exactly as the generic code adds a loaded 0, so the
-// bits are the same). kCtas > 1: the row is split over a cluster's blocks.
-template <bool kPlain, int kCtas, typename T, int VEC, int ITERS>
+// bits are the same). kCenter: LayerNorm. kCtas > 1: the row is split over a
+// cluster's blocks.
+template <bool kPlain, bool kCenter, int kCtas, typename T, int VEC, int ITERS>
 __device__ __forceinline__ void BackwardRow(const BackwardArgs& a, int64_t row, bool live,
                                             bool has_stats, int tpr, int t,
                                             ClusterScratch<kCtas>& scratch,
@@ -149,38 +195,32 @@ __device__ __forceinline__ void BackwardRow(const BackwardArgs& a, int64_t row, 
   float mean = 0.0f, rstd = 0.0f;
   if (has_stats) {
     if (live) {
-      mean = a.norm.center ? a.mean[row] : 0.0f;
+      if constexpr (kCenter) mean = a.mean[row];
       rstd = a.rstd[row];
     }
   } else {
-    RowStats(p, tpr, t, d, a.norm, scratch, mean, rstd);
+    RowStats<kCenter>(p, tpr, t, d, a.norm, scratch, mean, rstd);
   }
-  // sums[0] = r . dr, sums[1] = sum dr, sums[2] = sum_{i<k} r_i
   float sums[3] = {0.0f, 0.0f, 0.0f};
 #pragma unroll
   for (int it = 0; it < ITERS; ++it) {
     const int col = (it * tpr + t) * VEC;
-    float sw[VEC];
+    float sw[VEC], dr[VEC];
     LoadScaledWeight<T>(a, col < d ? col : 0, sw);
 #pragma unroll
     for (int i = 0; i < VEC; ++i) {
-      const float r = (p[it][i] - mean) * rstd;
-      // dr and dq are rounded products (no FMA contraction), so the sums and
-      // the per-element terms cancel exactly where the math says they do.
-      const float dr = __fmul_rn(ToFloat(raw.dy[it].v[i]), sw[i]);
-      p[it][i] = r;
-      sums[0] += r * dr;
-      sums[1] += dr;
-      sums[2] += col + i < k ? r : 0.0f;
+      p[it][i] = (p[it][i] - mean) * rstd;  // r
+      dr[i] = __fmul_rn(ToFloat(raw.dy[it].v[i]), sw[i]);
     }
+    AddDqSums<kCenter>(p[it], dr, col, k, sums);
   }
-  const auto [coef, mean_dq] = ReduceDqScalars(a, sums, rstd, tpr, scratch);
+  const DqScalars dq = ReduceDqScalars<kCenter>(a, sums, rstd, tpr, scratch);
   const bool gres_f32 = a.residual_dtype == DType::kF32;
 #pragma unroll
   for (int it = 0; it < ITERS; ++it) {
     const int col = (it * tpr + t) * VEC;
     if (!live || col >= d) continue;
-    float g[VEC] = {}, sw[VEC], dx[VEC], dyr[VEC];
+    float g[VEC] = {}, sw[VEC], dr[VEC], dx[VEC], dyr[VEC];
     if (!kPlain && a.grad_residual_out != nullptr) {
       LoadFloatsEither<T>(a.grad_residual_out, row * a.hidden + col, gres_f32, g);
     }
@@ -188,10 +228,9 @@ __device__ __forceinline__ void BackwardRow(const BackwardArgs& a, int64_t row, 
 #pragma unroll
     for (int i = 0; i < VEC; ++i) {
       dyr[i] = ToFloat(raw.dy[it].v[i]);
-      const float dr = __fmul_rn(dyr[i], sw[i]);
-      const float dq = __fmul_rn(rstd, dr - (col + i < k ? p[it][i] * coef : 0.0f));
-      dx[i] = dq - mean_dq + g[i];
+      dr[i] = __fmul_rn(dyr[i], sw[i]);
     }
+    DxOf(p[it], dr, g, col, k, rstd, dq, dx);
     StoreFloats(static_cast<T*>(a.grad_in) + row * a.hidden + col, dx);
     const int acc_col = LocalColumn<VEC, kCtas>(it, tpr, t);
     if (dw != nullptr) {
@@ -230,27 +269,24 @@ __device__ __forceinline__ void WritePartial(const BackwardArgs& a, int chunk, i
 template <int VEC, int kCtas>
 __device__ __forceinline__ void WriteBlockColumnsPartial(const BackwardArgs& a, int chunk,
                                                          int total_chunks, int tpr, int rank,
-                                                         int acc_len, const float* acc,
-                                                         int which) {
+                                                         int acc_len, const float* acc, int which) {
   const int d = static_cast<int>(a.hidden);
   const int cta_tpr = tpr / kCtas;
   float* out = static_cast<float*>(a.workspace) +
                (static_cast<int64_t>(which) * total_chunks + chunk) * a.hidden;
   for (int j = threadIdx.x; j < acc_len; j += blockDim.x) {
     const int vector = j / VEC;  // it * cta_tpr + thread
-    const int col =
-        ((vector / cta_tpr) * tpr + rank * cta_tpr + vector % cta_tpr) * VEC + j % VEC;
+    const int col = ((vector / cta_tpr) * tpr + rank * cta_tpr + vector % cta_tpr) * VEC + j % VEC;
     if (col < d) out[col] = acc[j];
   }
 }
 
 // A row group's walk over its chunk's rows (stride rows_per_cta), the next
 // row's x / dy prefetched while the current one is reduced.
-template <bool kPlain, int kCtas, typename T, int VEC, int ITERS>
+template <bool kPlain, bool kCenter, int kCtas, typename T, int VEC, int ITERS>
 __device__ __forceinline__ void BackwardRows(const BackwardArgs& a, const ChunkRows& c, int group,
                                              int tpr, int t, int rows_per_cta,
-                                             ClusterScratch<kCtas>& scratch, float* dw,
-                                             float* db) {
+                                             ClusterScratch<kCtas>& scratch, float* dw, float* db) {
   // Every group runs the same number of steps (GroupSum synchronizes the block).
   const int64_t steps = (c.end - c.begin + rows_per_cta - 1) / rows_per_cta;
   RawRow<T, VEC, ITERS> raw;
@@ -261,17 +297,18 @@ __device__ __forceinline__ void BackwardRows(const BackwardArgs& a, const ChunkR
     const RawRow<T, VEC, ITERS> cur = raw;
     // Prefetch the next row while this one is reduced.
     LoadRawRow(a, next, next < c.end, tpr, t, raw);
-    BackwardRow<kPlain, kCtas>(a, row, row < c.end, c.has_stats, tpr, t, scratch, cur, dw, db);
+    BackwardRow<kPlain, kCenter, kCtas>(a, row, row < c.end, c.has_stats, tpr, t, scratch, cur, dw,
+                                        db);
     row = next;
   }
 }
 
 // One block per chunk; each row group walks the chunk's rows with stride
 // rows_per_cta, accumulating its columns' dw / db in shared memory.
-// kPlain (no y, no grad_residual_out) is chosen by the launcher.
-// kCtas > 1: one row group per cluster of kCtas blocks (launched as such),
-// each block holding its share of the row (see row_layout.h).
-template <typename T, int VEC, int ITERS, bool kPlain, int kCtas = 1>
+// kPlain (no y, no grad_residual_out) and kCenter (LayerNorm) are chosen by
+// the launcher. kCtas > 1: one row group per cluster of kCtas blocks (launched
+// as such), each block holding its share of the row (see row_layout.h).
+template <typename T, int VEC, int ITERS, bool kPlain, bool kCenter, int kCtas = 1>
 __global__ void __launch_bounds__(kMaxThreads)
     BackwardKernel(const BackwardArgs a, const int tpr, const int rows_per_cta,
                    const int64_t chunk_rows) {
@@ -286,8 +323,7 @@ __global__ void __launch_bounds__(kMaxThreads)
   const ChunkRows c = FindChunk(a, chunk, chunk_rows);
   const bool partials = a.workspace != nullptr;
   float* dw = partials && a.grad_weight != nullptr ? acc + group * acc_len : nullptr;
-  float* db =
-      partials && a.grad_bias != nullptr ? acc + (rows_per_cta + group) * acc_len : nullptr;
+  float* db = partials && a.grad_bias != nullptr ? acc + (rows_per_cta + group) * acc_len : nullptr;
   if (partials) {
     // Zeroed by the threads that own the columns, so no barrier is needed
     // before the first accumulation.
@@ -303,7 +339,8 @@ __global__ void __launch_bounds__(kMaxThreads)
     }
   }
 
-  BackwardRows<kPlain, kCtas, T, VEC, ITERS>(a, c, group, tpr, t, rows_per_cta, scratch, dw, db);
+  BackwardRows<kPlain, kCenter, kCtas, T, VEC, ITERS>(a, c, group, tpr, t, rows_per_cta, scratch,
+                                                      dw, db);
 
   ClusterExitBarrier<kCtas>();
   if (!partials) return;
@@ -315,8 +352,7 @@ __global__ void __launch_bounds__(kMaxThreads)
     if constexpr (kCtas == 1) {
       WritePartial(a, chunk, total_chunks, rows_per_cta, rows, which);
     } else {
-      WriteBlockColumnsPartial<VEC, kCtas>(a, chunk, total_chunks, tpr, rank, acc_len, rows,
-                                           which);
+      WriteBlockColumnsPartial<VEC, kCtas>(a, chunk, total_chunks, tpr, rank, acc_len, rows, which);
     }
   }
 }
@@ -414,7 +450,9 @@ __global__ void __launch_bounds__(kMaxThreads)
         sums[2] += col + i < k ? r : 0.0f;
       }
     }
-    const auto [coef, mean_dq] = ReduceDqScalars(a, sums, rstd, tpr, scratch);
+    const auto [coef, mean_dq] = a.norm.center
+                                     ? ReduceDqScalars<true>(a, sums, rstd, tpr, scratch)
+                                     : ReduceDqScalars<false>(a, sums, rstd, tpr, scratch);
     for (int col = t * VEC; col < d; col += tpr * VEC) {
       float p[VEC], dy[VEC], sw[VEC], g[VEC] = {}, dx[VEC];
       load(col, p, dy, sw);

@@ -5,7 +5,10 @@
 //    memory with cp.async while it works on the current row, and reads back
 //    only those bytes, so the pipeline needs no block barrier;
 //  - registers then hold dw and db of the thread's columns across the whole
-//    chunk, so the per-row read-modify-write of shared accumulators is gone.
+//    chunk, so the per-row read-modify-write of shared accumulators is gone;
+//  - scale * w is formed once per block, as fp32 in shared memory, instead of
+//    loaded, converted and scaled in both passes over every row (the same
+//    products, so the same bits).
 // The arithmetic and its order are those of BackwardKernel's plain instance:
 // p formed as x + 0, the same sums and group reductions, dw / db summed over
 // the same rows in the same order.
@@ -24,15 +27,21 @@ inline constexpr int kStagedRows = 2;
 
 // Dynamic shared memory of a staged launch: [kStagedRows][rows_per_cta][x, dy]
 // rows, reused at the end for one [rows_per_cta][hidden] fp32 partial (never
-// larger: stages x 2 tensors x sizeof(T) >= 4 bytes per element).
-inline size_t StagedSharedBytes(const RowLayout& layout, int64_t hidden, size_t elem_size) {
-  return kStagedRows * 2 * elem_size * static_cast<size_t>(layout.rows_per_cta) *
+// larger: stages x 2 tensors x sizeof(T) >= 4 bytes per element), then
+// [hidden] fp32 scale * w.
+__host__ __device__ inline size_t StagedRowsBytes(int rows_per_cta, int64_t hidden,
+                                                  size_t elem_size) {
+  return kStagedRows * 2 * elem_size * static_cast<size_t>(rows_per_cta) *
          static_cast<size_t>(hidden);
+}
+inline size_t StagedSharedBytes(const RowLayout& layout, int64_t hidden, size_t elem_size) {
+  return StagedRowsBytes(layout.rows_per_cta, hidden, elem_size) +
+         sizeof(float) * static_cast<size_t>(hidden);
 }
 
 // kDb: the launch wants grad_bias (LayerNorm with a bias); without it the db
-// registers are not spent.
-template <typename T, int VEC, int ITERS, bool kDb>
+// registers are not spent. kCenter: LayerNorm.
+template <typename T, int VEC, int ITERS, bool kDb, bool kCenter>
 __global__ void __launch_bounds__(kMaxThreads)
     BackwardStagedKernel(const BackwardArgs a, const int tpr, const int rows_per_cta,
                          const int64_t chunk_rows) {
@@ -47,7 +56,6 @@ __global__ void __launch_bounds__(kMaxThreads)
   const ChunkRows c = FindChunk(a, blockIdx.x, chunk_rows);
   const T* x = static_cast<const T*>(a.x);
   const T* dy = static_cast<const T*>(a.grad_out);
-
   // This group's x (which = 0) or dy (which = 1) row in stage s.
   auto slot = [&](int s, int which) {
     return reinterpret_cast<T*>(staged) +
@@ -71,7 +79,7 @@ __global__ void __launch_bounds__(kMaxThreads)
   auto saved_stats = [&](int64_t row, float& mean, float& rstd) {
     mean = rstd = 0.0f;
     if (c.has_stats && row < c.end) {
-      mean = a.norm.center ? a.mean[row] : 0.0f;
+      if constexpr (kCenter) mean = a.mean[row];
       rstd = a.rstd[row];
     }
   };
@@ -98,6 +106,21 @@ __global__ void __launch_bounds__(kMaxThreads)
   // Saved statistics are loaded one row ahead, into registers.
   float next_mean, next_rstd;
   saved_stats(row, next_mean, next_rstd);
+  float* scaled_w =
+      reinterpret_cast<float*>(staged + StagedRowsBytes(rows_per_cta, a.hidden, sizeof(T)));
+  if (group == 0) {
+#pragma unroll
+    for (int it = 0; it < ITERS; ++it) {
+      const int col = (it * tpr + t) * VEC;
+      if (col < d) {
+        float sw[VEC];
+        LoadScaledWeight<T>(a, col, sw);
+        StoreFloats(scaled_w + col, sw);
+      }
+    }
+  }
+  __syncthreads();  // other row groups read group 0's columns (rows already in flight)
+
   for (int64_t step = 0; step < steps; ++step) {
     const int s = static_cast<int>(step % kStagedRows);
     const int64_t next = row + rows_per_cta;
@@ -110,43 +133,41 @@ __global__ void __launch_bounds__(kMaxThreads)
     CpAsyncWait<kStagedRows - 1>();  // this row's copies have landed
 
     if (!c.has_stats) {
-      RowStatsOf<VEC, ITERS>([&](int it, float(&v)[VEC]) { load(s, 0, it, v); }, tpr, t, d, a.norm,
-                             scratch, mean, rstd);
+      RowStatsOf<kCenter, VEC, ITERS>([&](int it, float(&v)[VEC]) { load(s, 0, it, v); }, tpr, t, d,
+                                      a.norm, scratch, mean, rstd);
     }
-    // sums[0] = r . dr, sums[1] = sum dr, sums[2] = sum_{i<k} r_i
+    // Vector `it`'s r and dr (and dy in g).
+    auto r_dr = [&](int it, float(&r)[VEC], float(&g)[VEC], float(&dr)[VEC]) {
+      const int col = (it * tpr + t) * VEC;
+      float sw[VEC];
+      load(s, 0, it, r);
+      load(s, 1, it, g);
+      LoadFloats(scaled_w + (col < d ? col : 0), sw);  // padding: column 0's (dy is 0)
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) {
+        r[i] = (r[i] - mean) * rstd;
+        dr[i] = __fmul_rn(g[i], sw[i]);
+      }
+    };
     float sums[3] = {0.0f, 0.0f, 0.0f};
 #pragma unroll
     for (int it = 0; it < ITERS; ++it) {
-      const int col = (it * tpr + t) * VEC;
-      float p[VEC], g[VEC], sw[VEC];
-      load(s, 0, it, p);
-      load(s, 1, it, g);
-      LoadScaledWeight<T>(a, col < d ? col : 0, sw);
-#pragma unroll
-      for (int i = 0; i < VEC; ++i) {
-        const float r = (p[i] - mean) * rstd;
-        const float dr = __fmul_rn(g[i], sw[i]);
-        sums[0] += r * dr;
-        sums[1] += dr;
-        sums[2] += col + i < k ? r : 0.0f;
-      }
+      float r[VEC], g[VEC], dr[VEC];
+      r_dr(it, r, g, dr);
+      AddDqSums<kCenter>(r, dr, (it * tpr + t) * VEC, k, sums);
     }
-    const auto [coef, mean_dq] = ReduceDqScalars(a, sums, rstd, tpr, scratch);
+    const DqScalars dq = ReduceDqScalars<kCenter>(a, sums, rstd, tpr, scratch);
 #pragma unroll
     for (int it = 0; it < ITERS; ++it) {
       const int col = (it * tpr + t) * VEC;
       if (live && col < d) {
-        float p[VEC], g[VEC], sw[VEC], dx[VEC];
-        load(s, 0, it, p);
-        load(s, 1, it, g);
-        LoadScaledWeight<T>(a, col, sw);
+        constexpr float kNoResidual[VEC] = {};
+        float r[VEC], g[VEC], dr[VEC], dx[VEC];
+        r_dr(it, r, g, dr);
+        DxOf(r, dr, kNoResidual, col, k, rstd, dq, dx);
 #pragma unroll
         for (int i = 0; i < VEC; ++i) {
-          const float r = (p[i] - mean) * rstd;
-          const float dr = __fmul_rn(g[i], sw[i]);
-          const float dq = __fmul_rn(rstd, dr - (col + i < k ? r * coef : 0.0f));
-          dx[i] = dq - mean_dq + 0.0f;
-          dw[it][i] += g[i] * r;
+          dw[it][i] += g[i] * r[i];
           if constexpr (kDb) db[it][i] += g[i];
         }
         StoreFloats(static_cast<T*>(a.grad_in) + row * a.hidden + col, dx);

@@ -15,15 +15,32 @@
 
 namespace normserve::kernels::cuda {
 
+// Adds q * q of the vector at column `col` to `sum`, counting only elements
+// inside the statistic (index < k). Kept in this per-element form on purpose:
+// a variant that skipped the test for vectors wholly inside (sum += q * q)
+// let the compiler contract the two kernels of one hidden size differently
+// (FFMA in one, FMUL + FADD in the other), so the staged fused forward and
+// the register forward disagreed in the last bit at hidden 20000 (fp16;
+// bf16 once GroupSum changed), caught by DeterminismTest
+// (bench/results/gpu-2026-11-23-round6.md). It was 5 % faster for LayerNorm;
+// redoing it needs explicit __fmaf_rn in both forms.
+template <int VEC>
+__device__ __forceinline__ void AddSquaresBelow(const float (&q)[VEC], int col, int k, float& sum) {
+#pragma unroll
+  for (int i = 0; i < VEC; ++i) sum += col + i < k ? q[i] * q[i] : 0.0f;
+}
+
 // Row statistics of a row group's row. `load(it, v)` fills v with the fp32
 // values of the thread's vector `it` (zeros past the row's end); every caller
 // forms them the same way, so the statistics' bits depend on the row alone.
-template <int VEC, int ITERS, typename Load, typename Scratch>
+// kCenter (LayerNorm) subtracts the mean; RMSNorm's mean is the constant 0,
+// and p - 0.0f is p exactly, so the compiler drops it without changing a bit.
+template <bool kCenter, int VEC, int ITERS, typename Load, typename Scratch>
 __device__ __forceinline__ void RowStatsOf(Load load, int tpr, int t, int d,
                                            const NormScalars& norm, Scratch& scratch, float& mean,
                                            float& rstd) {
   mean = 0.0f;
-  if (norm.center) {
+  if constexpr (kCenter) {
     float sum[1] = {0.0f};
 #pragma unroll
     for (int it = 0; it < ITERS; ++it) {
@@ -39,25 +56,22 @@ __device__ __forceinline__ void RowStatsOf(Load load, int tpr, int t, int d,
   float sum_sq[1] = {0.0f};
 #pragma unroll
   for (int it = 0; it < ITERS; ++it) {
-    const int col = (it * tpr + t) * VEC;
-    float p[VEC];
-    load(it, p);
+    float q[VEC];
+    load(it, q);
 #pragma unroll
-    for (int i = 0; i < VEC; ++i) {
-      const float q = p[i] - mean;
-      sum_sq[0] += col + i < k ? q * q : 0.0f;
-    }
+    for (int i = 0; i < VEC; ++i) q[i] -= mean;
+    AddSquaresBelow(q, (it * tpr + t) * VEC, k, sum_sq[0]);
   }
   GroupSum(sum_sq, tpr, scratch);
   rstd = 1.0f / sqrtf(sum_sq[0] / static_cast<float>(k) + norm.eps);
 }
 
 // Row statistics from the fp32 row held in registers (padding holds zeros).
-template <int VEC, int ITERS, typename Scratch>
+template <bool kCenter, int VEC, int ITERS, typename Scratch>
 __device__ __forceinline__ void RowStats(const float (&p)[ITERS][VEC], int tpr, int t, int d,
                                          const NormScalars& norm, Scratch& scratch, float& mean,
                                          float& rstd) {
-  RowStatsOf<VEC, ITERS>(
+  RowStatsOf<kCenter, VEC, ITERS>(
       [&](int it, float(&v)[VEC]) {
 #pragma unroll
         for (int i = 0; i < VEC; ++i) v[i] = p[it][i];
@@ -65,16 +79,39 @@ __device__ __forceinline__ void RowStats(const float (&p)[ITERS][VEC], int tpr, 
       tpr, t, d, norm, scratch, mean, rstd);
 }
 
+// The fp32 row of a ForwardKernel thread: p = x + y held as fp32, or (kPacked:
+// a launch with neither y nor residual_out, 16-bit storage) x held as stored,
+// in half the registers, and p = x + 0.0f formed where used: the fused
+// kernels' bits (x + 0.0f turns -0 into +0), for one more add per use.
+template <typename T, int VEC, int ITERS, bool kPacked>
+struct ForwardRow {
+  float p[ITERS][VEC];
+  __device__ __forceinline__ void Get(int it, float (&v)[VEC]) const {
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) v[i] = p[it][i];
+  }
+};
+template <typename T, int VEC, int ITERS>
+struct ForwardRow<T, VEC, ITERS, true> {
+  Vec<T, VEC> raw[ITERS];
+  __device__ __forceinline__ void Get(int it, float (&v)[VEC]) const {
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) v[i] = ToFloat(raw[it].v[i]) + 0.0f;
+  }
+};
+
 // One row per group of tpr threads, held in registers: read once, written once.
 // kPreload (launches of at most one block per SM, 16-byte vectors; chosen by
 // the launcher): weight and bias are copied into shared memory (cp.async, no
 // registers) while the row is loaded and reduced, so a latency-bound launch
 // makes one memory round trip instead of two. Each thread copies and reads
 // back only its own columns, so no barrier is needed. The arithmetic is the
-// same either way, so a row's bits do not depend on it.
-template <typename T, int VEC, int ITERS, bool kPreload>
+// same either way, so a row's bits do not depend on it. kCenter: LayerNorm.
+// kPacked: see ForwardRow (same bits as the fp32 row).
+template <typename T, int VEC, int ITERS, bool kPreload, bool kCenter, bool kPacked>
 __global__ void __launch_bounds__(kMaxThreads)
     ForwardKernel(const ForwardArgs a, const int tpr, const int rows_per_cta) {
+  static_assert(!kPacked || sizeof(T) * VEC == 16, "packed rows are 16-byte vectors of 16 bits");
   // kPreload: [rows_per_cta][weight, bias][hidden] as stored.
   extern __shared__ __align__(16) unsigned char preloaded[];
   __shared__ float scratch_buffers[GroupScratch::kFloats];
@@ -89,20 +126,25 @@ __global__ void __launch_bounds__(kMaxThreads)
   const T* y = static_cast<const T*>(a.y) + base;
   const bool residual_f32 = a.residual_dtype == DType::kF32;
 
-  float p[ITERS][VEC];
+  ForwardRow<T, VEC, ITERS, kPacked> p;
 #pragma unroll
   for (int it = 0; it < ITERS; ++it) {
     const int col = (it * tpr + t) * VEC;
-    float yv[VEC] = {};
-    if (live && col < d) {
-      LoadFloats(x + col, p[it]);
-      if (a.y != nullptr) LoadFloats(y + col, yv);
+    if constexpr (kPacked) {
+      p.raw[it] = Vec<T, VEC>{};
+      if (live && col < d) p.raw[it] = *reinterpret_cast<const Vec<T, VEC>*>(x + col);
     } else {
+      float yv[VEC] = {};
+      if (live && col < d) {
+        LoadFloats(x + col, p.p[it]);
+        if (a.y != nullptr) LoadFloats(y + col, yv);
+      } else {
 #pragma unroll
-      for (int i = 0; i < VEC; ++i) p[it][i] = 0.0f;
+        for (int i = 0; i < VEC; ++i) p.p[it][i] = 0.0f;
+      }
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) p.p[it][i] += yv[i];
     }
-#pragma unroll
-    for (int i = 0; i < VEC; ++i) p[it][i] += yv[i];
   }
 
   const T* weight = static_cast<const T*>(a.weight);
@@ -125,7 +167,8 @@ __global__ void __launch_bounds__(kMaxThreads)
   }
 
   float mean, rstd;
-  RowStats(p, tpr, t, d, a.norm, scratch, mean, rstd);
+  RowStatsOf<kCenter, VEC, ITERS>([&](int it, float(&v)[VEC]) { p.Get(it, v); }, tpr, t, d, a.norm,
+                                  scratch, mean, rstd);
   const float mul = rstd * a.norm.scale;
   if constexpr (kPreload) CpAsyncWait<0>();  // this thread's weight / bias copies
 
@@ -133,7 +176,8 @@ __global__ void __launch_bounds__(kMaxThreads)
   for (int it = 0; it < ITERS; ++it) {
     const int col = (it * tpr + t) * VEC;
     if (!live || col >= d) continue;
-    float w[VEC], b[VEC], o[VEC];
+    float v[VEC], w[VEC], b[VEC], o[VEC];
+    p.Get(it, v);
     if (weight != nullptr) {
       LoadFloats(weight + col, w);
     } else {
@@ -147,10 +191,10 @@ __global__ void __launch_bounds__(kMaxThreads)
       for (int i = 0; i < VEC; ++i) b[i] = 0.0f;
     }
 #pragma unroll
-    for (int i = 0; i < VEC; ++i) o[i] = (p[it][i] - mean) * mul * w[i] + b[i];
+    for (int i = 0; i < VEC; ++i) o[i] = (v[i] - mean) * mul * w[i] + b[i];
     StoreFloats(static_cast<T*>(a.out) + base + col, o);
-    if (a.residual_out != nullptr) {
-      StoreFloatsEither<T>(a.residual_out, base + col, residual_f32, p[it]);
+    if (!kPacked && a.residual_out != nullptr) {
+      StoreFloatsEither<T>(a.residual_out, base + col, residual_f32, v);
     }
   }
   if (live && t == 0) {

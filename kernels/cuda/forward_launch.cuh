@@ -4,6 +4,7 @@
 #define NORMSERVE_KERNELS_CUDA_FORWARD_LAUNCH_CUH_
 
 #include <algorithm>
+#include <type_traits>
 
 #include "dispatch.cuh"
 #include "forward_kernels.cuh"
@@ -13,60 +14,96 @@
 
 namespace normserve::kernels::cuda {
 
+// A register-kernel launch of the layout's instance (kernel choice below).
+template <typename T, int kVec, int kIters, bool kCenter>
+cudaError_t LaunchForwardRegisters(const ForwardArgs& a, const RowLayout& layout,
+                                   cudaStream_t stream) {
+  const int64_t blocks = (a.rows + layout.rows_per_cta - 1) / layout.rows_per_cta;
+  constexpr bool kWide = kVec * sizeof(T) == 16;
+  // Fused residual on 16-bit rows of 15361-32768 elements: the staged kernel,
+  // over at most 2 blocks per SM. Measured on the H100 (round4.md): add +
+  // RMSNorm 8192 x 16384 435 -> 400 us, while plain RMSNorm / LayerNorm lost
+  // (204 -> 223, 214 -> 292 us) and keep the register kernel (round 5: at
+  // 10000 / 12288 the register kernel is faster too). Its bits equal the
+  // register kernel's (DeterminismTest mixes the two).
+  if constexpr (sizeof(T) == 2 && kWide && kIters >= 4) {
+    if (a.y != nullptr && a.hidden > 15360) {
+      auto* staged = &ForwardStagedKernel<T, kVec, kIters, kCenter>;
+      const size_t bytes = ForwardStagedSharedBytes(layout, a.hidden, sizeof(T));
+      if (const cudaError_t err = AllowDynamicShared(staged, bytes); err != cudaSuccess) {
+        return err;
+      }
+      const int64_t chunks = std::min<int64_t>(blocks, MaxChunksPerSegment());
+      const int64_t chunk_rows = (a.rows + chunks - 1) / chunks;
+      staged<<<static_cast<unsigned>(chunks), layout.threads(), bytes, stream>>>(
+          a, layout.tpr, layout.rows_per_cta, chunk_rows);
+      return cudaGetLastError();
+    }
+  }
+  // At most one block per SM (MaxChunksPerSegment is 2 per SM): the launch is
+  // latency-bound, so weight / bias are preloaded into shared memory while the
+  // row is reduced (16-byte vectors only; cp.async).
+  const bool preload = kWide && 2 * blocks <= MaxChunksPerSegment();
+  // bf16 rows of a launch with neither y nor residual_out are held packed
+  // (ForwardRow) at up to 4 vectors per thread: 78 -> 61 registers at 4
+  // vectors, so a 512-thread block of 16384-wide rows fits twice per SM
+  // (bench/results/gpu-2026-11-23-round6.md). At 8 vectors packing saved no
+  // registers (99 -> 107) and measured slower (4096 x 20000). fp16 rows are
+  // not packed: that combination was never run with the final statistics
+  // code (see AddSquaresBelow), so fp16 keeps the fp32 row.
+  constexpr bool kPackable = std::is_same_v<T, __nv_bfloat16> && kWide && kIters <= 4;
+  const bool packed = kPackable && a.y == nullptr && a.residual_out == nullptr;
+  auto* kernel = &ForwardKernel<T, kVec, kIters, false, kCenter, false>;
+  if constexpr (kWide) {
+    if constexpr (kPackable) {
+      if (packed) {
+        kernel = preload ? &ForwardKernel<T, kVec, kIters, true, kCenter, true>
+                         : &ForwardKernel<T, kVec, kIters, false, kCenter, true>;
+      } else if (preload) {
+        kernel = &ForwardKernel<T, kVec, kIters, true, kCenter, false>;
+      }
+    } else if (preload) {
+      kernel = &ForwardKernel<T, kVec, kIters, true, kCenter, false>;
+    }
+  }
+  size_t preload_bytes = 0;
+  if (preload) {
+    preload_bytes =
+        2 * sizeof(T) * static_cast<size_t>(layout.rows_per_cta) * static_cast<size_t>(a.hidden);
+    if (const cudaError_t err = AllowDynamicShared(kernel, preload_bytes); err != cudaSuccess) {
+      return err;
+    }
+  }
+  kernel<<<static_cast<unsigned>(blocks), layout.threads(), preload_bytes, stream>>>(
+      a, layout.tpr, layout.rows_per_cta);
+  return cudaGetLastError();
+}
+
+template <typename T, bool kCenter>
+cudaError_t LaunchForwardLayout(const ForwardArgs& a, const RowLayout& layout,
+                                cudaStream_t stream) {
+  return DispatchRowLayout<Pass::kForward, T>(layout, [&](auto vec, auto iters) {
+    constexpr int kVec = decltype(vec)::value;
+    constexpr int kIters = decltype(iters)::value;
+    if constexpr (kIters == 0) {
+      ForwardStreamKernel<T, kVec><<<static_cast<unsigned>(a.rows), kMaxThreads, 0, stream>>>(a);
+      return cudaGetLastError();
+    } else {
+      return LaunchForwardRegisters<T, kVec, kIters, kCenter>(a, layout, stream);
+    }
+  });
+}
+
 template <typename T>
 cudaError_t LaunchForwardTyped(const ForwardArgs& a, cudaStream_t stream) {
   if (a.rows == 0) return cudaSuccess;
   const bool aligned =
       VectorAligned(a.dtype, a.hidden, {a.x, a.y, a.weight, a.bias, a.out, a.residual_out});
   const RowLayout layout = ChooseRowLayout(Pass::kForward, a.dtype, a.hidden, aligned);
-  return DispatchRowLayout<Pass::kForward, T>(layout, [&](auto vec, auto iters) {
-    constexpr int kVec = decltype(vec)::value;
-    constexpr int kIters = decltype(iters)::value;
-    if constexpr (kIters == 0) {
-      ForwardStreamKernel<T, kVec><<<static_cast<unsigned>(a.rows), kMaxThreads, 0, stream>>>(a);
-    } else {
-      const int64_t blocks = (a.rows + layout.rows_per_cta - 1) / layout.rows_per_cta;
-      // Fused residual on 16-bit rows of 15361-32768 elements (8 vectors per
-      // thread): the staged kernel, over at most 2 blocks per SM. Measured on
-      // the H100 (bench/results/gpu-2026-11-23-round4.md): add + RMSNorm
-      // 8192 x 16384 435 -> 400 us, while plain RMSNorm / LayerNorm lost
-      // (204 -> 223, 214 -> 292 us) and keep the register kernel. Its bits
-      // equal the register kernel's (DeterminismTest mixes the two).
-      if constexpr (sizeof(T) == 2 && kVec == 8 && kIters == 8) {
-        if (a.y != nullptr) {
-          auto* staged = &ForwardStagedKernel<T, kVec, kIters>;
-          const size_t bytes = ForwardStagedSharedBytes(layout, a.hidden, sizeof(T));
-          if (const cudaError_t err = AllowDynamicShared(staged, bytes); err != cudaSuccess) {
-            return err;
-          }
-          const int64_t chunks = std::min<int64_t>(blocks, MaxChunksPerSegment());
-          const int64_t chunk_rows = (a.rows + chunks - 1) / chunks;
-          staged<<<static_cast<unsigned>(chunks), layout.threads(), bytes, stream>>>(
-              a, layout.tpr, layout.rows_per_cta, chunk_rows);
-          return cudaGetLastError();
-        }
-      }
-      // At most one block per SM (MaxChunksPerSegment is 2 per SM): the launch
-      // is latency-bound, so weight / bias are preloaded into shared memory
-      // while the row is reduced (16-byte vectors only; cp.async).
-      auto* kernel = &ForwardKernel<T, kVec, kIters, false>;
-      size_t preload_bytes = 0;
-      if constexpr (kVec * sizeof(T) == 16) {
-        if (2 * blocks <= MaxChunksPerSegment()) {
-          kernel = &ForwardKernel<T, kVec, kIters, true>;
-          preload_bytes = 2 * sizeof(T) * static_cast<size_t>(layout.rows_per_cta) *
-                          static_cast<size_t>(a.hidden);
-          if (const cudaError_t err = AllowDynamicShared(kernel, preload_bytes);
-              err != cudaSuccess) {
-            return err;
-          }
-        }
-      }
-      kernel<<<static_cast<unsigned>(blocks), layout.threads(), preload_bytes, stream>>>(
-          a, layout.tpr, layout.rows_per_cta);
-    }
-    return cudaGetLastError();
-  });
+  // LayerNorm and RMSNorm are separate instances: RMSNorm's kernels drop the
+  // mean (0) at compile time, with the same bits.
+  return a.norm.center ? LaunchForwardLayout<T, true>(a, layout, stream)
+                       : LaunchForwardLayout<T, false>(a, layout, stream);
 }
 
 }  // namespace normserve::kernels::cuda

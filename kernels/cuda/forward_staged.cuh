@@ -20,7 +20,7 @@ inline size_t ForwardStagedSharedBytes(const RowLayout& layout, int64_t hidden, 
   return 2 * 2 * elem_size * static_cast<size_t>(layout.rows_per_cta) * static_cast<size_t>(hidden);
 }
 
-template <typename T, int VEC, int ITERS>
+template <typename T, int VEC, int ITERS, bool kCenter>
 __global__ void __launch_bounds__(kMaxThreads)
     ForwardStagedKernel(const ForwardArgs a, const int tpr, const int rows_per_cta,
                         const int64_t chunk_rows) {
@@ -82,8 +82,8 @@ __global__ void __launch_bounds__(kMaxThreads)
     CpAsyncWait<1>();        // this row's copies have landed
 
     float mean, rstd;
-    RowStatsOf<VEC, ITERS>([&](int it, float(&v)[VEC]) { load_p(s, it, v); }, tpr, t, d, a.norm,
-                           scratch, mean, rstd);
+    RowStatsOf<kCenter, VEC, ITERS>([&](int it, float(&v)[VEC]) { load_p(s, it, v); }, tpr, t, d,
+                                    a.norm, scratch, mean, rstd);
     const float mul = rstd * a.norm.scale;
     const int64_t base = row * a.hidden;
 #pragma unroll

@@ -65,11 +65,12 @@ inline RowLayout ChooseRowLayout(Pass pass, DType dtype, int64_t hidden, bool al
   // Measured on the H100 (bench/results/gpu-*.md): 16-bit rows with 4 vectors
   // of 8 per thread in forward beat 8 vectors.
   // Two exceptions for 16-bit rows (vec 8), measured on the H100:
-  //  - forward: a row that 4 vectors per thread would spread over a whole
-  //    kMaxThreads block or more (hidden > 15360) takes 8 vectors per thread
-  //    instead (16384: 249 -> 205 us at 8192 rows,
-  //    bench/results/gpu-2026-11-23-round2.md); shorter rows keep 4 (12288:
-  //    92 -> 77 us at 4096 rows, bench/results/gpu-2026-11-23-round5.md);
+  //  - forward: a row that 4 vectors per thread would spread over more than a
+  //    kMaxThreads block (hidden > 16384) takes 8 vectors per thread instead.
+  //    Up to 16384, 4 vectors win since plain launches hold the row packed
+  //    (8192 x 16384 RMSNorm 187 -> 186 us, add + RMSNorm 397 -> 391 us,
+  //    bench/results/gpu-2026-11-23-round6.md; before packing, 8 vectors won
+  //    at 16384: round2.md);
   //  - backward: a row that 2 vectors per thread fill as exactly one
   //    kTargetThreads block (hidden 4096) takes 2 vectors per thread rather
   //    than 4 with two rows per block (32768 x 4096 RMSNorm: 434 -> 413 us,
@@ -77,7 +78,7 @@ inline RowLayout ChooseRowLayout(Pass pass, DType dtype, int64_t hidden, bool al
   int preferred = pass == Pass::kForward && layout.vec != 8 ? 8 : 4;
   if (layout.vec == 8) {
     const int64_t threads_at_4 = ((vectors + 3) / 4 + 31) / 32 * 32;
-    if (pass == Pass::kForward && threads_at_4 >= kMaxThreads) preferred = 8;
+    if (pass == Pass::kForward && threads_at_4 > kMaxThreads) preferred = 8;
     if (pass == Pass::kBackward && (vectors + 1) / 2 == kTargetThreads) preferred = 2;
   }
   int64_t tpr = (vectors + preferred - 1) / preferred;
@@ -99,8 +100,8 @@ inline RowLayout ChooseRowLayout(Pass pass, DType dtype, int64_t hidden, bool al
   // forward rows of 16384 measured slower than one block: 204 -> 267 us.)
   if (pass == Pass::kBackward && !fits && layout.vec > 1) {
     const int64_t per_row = (vectors + 3) / 4;
-    const int64_t cluster_tpr = (per_row + 32 * kClusterCtas - 1) / (32 * kClusterCtas) *
-                                (32 * kClusterCtas);
+    const int64_t cluster_tpr =
+        (per_row + 32 * kClusterCtas - 1) / (32 * kClusterCtas) * (32 * kClusterCtas);
     const int cluster_iters = ItersFor(vectors, cluster_tpr);
     if (cluster_tpr <= int64_t{kClusterCtas} * kMaxThreads &&
         layout.vec * cluster_iters <= max_elems) {

@@ -3,9 +3,9 @@
 #ifndef NORMSERVE_KERNELS_CUDA_ROW_OPS_CUH_
 #define NORMSERVE_KERNELS_CUDA_ROW_OPS_CUH_
 
+#include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
-#include <cooperative_groups.h>
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
@@ -182,59 +182,63 @@ __device__ __forceinline__ void ClusterExitBarrier() {
 // order of additions depends on tpr alone. Every thread of the block (cluster)
 // must call it (it synchronizes the block when tpr > 32, the cluster when
 // kCtas > 1).
+//
+// Both stages are xor butterflies: lane i and its partner add the same two
+// partials (in either order, which gives the same bits), so all lanes end with
+// identical sums. Across warps, lane l of every warp reads the partial of the
+// group's warp l % span (warps in row order: block 0's, then block 1's, ...)
+// and the warp repeats the butterfly over them, so each thread spends N loads
+// instead of one per warp and value.
 template <int N, bool kDoubleBuffered, int kCtas>
 __device__ __forceinline__ void GroupSum(float (&v)[N], int tpr,
                                          GroupScratchOf<kDoubleBuffered, kCtas>& scratch) {
   static_assert(N <= kMaxGroupSums, "scratch holds kMaxGroupSums values per warp");
   const int width = tpr < 32 ? tpr : 32;
-  // A butterfly: lane i and its partner add the same two partials, so all
-  // lanes end with identical sums.
   for (int offset = width / 2; offset > 0; offset /= 2) {
 #pragma unroll
     for (int i = 0; i < N; ++i) v[i] += __shfl_xor_sync(0xffffffffu, v[i], offset);
   }
-  if (tpr > 32) {
-    float* buffer = scratch.buffers;
-    if constexpr (kDoubleBuffered) {
-      buffer += scratch.phase * kMaxWarps * kMaxGroupSums;
-      scratch.phase ^= 1;
-    } else {
-      __syncthreads();  // the previous call's readers are done with the buffer
-    }
-    const int warp = threadIdx.x / 32;
-    // Used by the one-block path only. Computed here, in the statement order
-    // the block kernels were measured with: moving it changed their code (the
-    // staged backward 1.3 % slower, bench/results/gpu-2026-11-23-round5.md).
-    const int warps_per_group = tpr / 32;
-    const int first = warp / warps_per_group * warps_per_group;
-    if (threadIdx.x % 32 == 0) {
+  if (tpr <= 32) return;
+  float* buffer = scratch.buffers;
+  if constexpr (kDoubleBuffered) {
+    buffer += scratch.phase * kMaxWarps * kMaxGroupSums;
+    scratch.phase ^= 1;
+  } else {
+    __syncthreads();  // the previous call's readers are done with the buffer
+  }
+  const int warp = threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (lane == 0) {
 #pragma unroll
-      for (int i = 0; i < N; ++i) buffer[warp * N + i] = v[i];
-    }
+    for (int i = 0; i < N; ++i) buffer[warp * N + i] = v[i];
+  }
+  const int warps = tpr / 32;                      // the group's warps, all blocks
+  const int cta_warps = warps / kCtas;             // ... of one block
+  const int first = warp / cta_warps * cta_warps;  // the group's first warp here
+  if constexpr (kCtas > 1) {
+    cooperative_groups::this_cluster().sync();
+  } else {
+    __syncthreads();
+  }
+  // warps <= 32 (tpr <= 1024). Lanes form groups of `span` (the next power of
+  // two) that each read all partials, lane l the one of warp l % span, so the
+  // butterfly within every group gives each lane the same full sum.
+  int span = 1;
+  while (span < warps) span *= 2;
+  const int w = lane % span;
+#pragma unroll
+  for (int i = 0; i < N; ++i) v[i] = 0.0f;
+  if (w < warps) {
+    const float* part = buffer + (first + w % cta_warps) * N;
     if constexpr (kCtas > 1) {
-      // Warps in row order: block 0's, then block 1's, ...
-      namespace cg = cooperative_groups;
-      cg::cluster_group cluster = cg::this_cluster();
-      cluster.sync();
-      const int warps_per_cta = tpr / kCtas / 32;
-#pragma unroll
-      for (int i = 0; i < N; ++i) v[i] = 0.0f;
-      for (int r = 0; r < kCtas; ++r) {
-        const float* part = cluster.map_shared_rank(buffer, r);
-        for (int w = 0; w < warps_per_cta; ++w) {
-#pragma unroll
-          for (int i = 0; i < N; ++i) v[i] += part[w * N + i];
-        }
-      }
-    } else {
-      __syncthreads();
-#pragma unroll
-      for (int i = 0; i < N; ++i) {
-        float sum = 0.0f;
-        for (int w = 0; w < warps_per_group; ++w) sum += buffer[(first + w) * N + i];
-        v[i] = sum;
-      }
+      part = cooperative_groups::this_cluster().map_shared_rank(part, w / cta_warps);
     }
+#pragma unroll
+    for (int i = 0; i < N; ++i) v[i] = part[i];
+  }
+  for (int offset = span / 2; offset > 0; offset /= 2) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) v[i] += __shfl_xor_sync(0xffffffffu, v[i], offset);
   }
 }
 

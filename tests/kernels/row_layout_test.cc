@@ -27,9 +27,8 @@ TEST(RowLayoutTest, EveryLayoutCoversTheRowWithAnInstantiatedKernel) {
       for (bool aligned : {false, true}) {
         for (int64_t hidden = 1; hidden <= 65536; ++hidden) {
           const RowLayout l = ChooseRowLayout(pass, dtype, hidden, aligned);
-          SCOPED_TRACE(testing::Message() << "pass " << static_cast<int>(pass) << " elem "
-                                          << elem << " aligned " << aligned << " hidden "
-                                          << hidden);
+          SCOPED_TRACE(testing::Message() << "pass " << static_cast<int>(pass) << " elem " << elem
+                                          << " aligned " << aligned << " hidden " << hidden);
           ASSERT_TRUE(l.vec == 1 || l.vec == 16 / elem);
           if (l.vec > 1) {
             ASSERT_TRUE(aligned);
@@ -81,7 +80,8 @@ TEST(RowLayoutTest, MeasuredChoices) {
       {Pass::kForward, DType::kF32, 4096, 128, 8, 1},      // 8 vectors of 4
       {Pass::kForward, DType::kBF16, 12288, 384, 4, 1},    // 4 vectors, one block
       {Pass::kForward, DType::kBF16, 15360, 480, 4, 1},    // 4 vectors, one block
-      {Pass::kForward, DType::kBF16, 16384, 256, 8, 1},    // 8 vectors
+      {Pass::kForward, DType::kBF16, 16384, 512, 4, 1},    // 4 vectors, one block
+      {Pass::kForward, DType::kBF16, 20000, 320, 8, 1},    // 8 vectors
       {Pass::kForward, DType::kF32, 16384, 512, 8, 1},     // fp32: one block
       {Pass::kBackward, DType::kF32, 16384, 1024, 4, 2},   // cluster
       {Pass::kBackward, DType::kF32, 10000, 640, 4, 2},    // cluster
@@ -90,8 +90,8 @@ TEST(RowLayoutTest, MeasuredChoices) {
   };
   for (const Expected& e : cases) {
     const RowLayout l = ChooseRowLayout(e.pass, e.dtype, e.hidden, /*aligned=*/true);
-    SCOPED_TRACE(testing::Message() << "pass " << static_cast<int>(e.pass) << " hidden "
-                                    << e.hidden);
+    SCOPED_TRACE(testing::Message()
+                 << "pass " << static_cast<int>(e.pass) << " hidden " << e.hidden);
     EXPECT_EQ(l.tpr, e.tpr);
     EXPECT_EQ(l.iters, e.iters);
     EXPECT_EQ(l.ctas_per_row, e.ctas_per_row);
