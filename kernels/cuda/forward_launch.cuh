@@ -4,7 +4,6 @@
 #define NORMSERVE_KERNELS_CUDA_FORWARD_LAUNCH_CUH_
 
 #include <algorithm>
-#include <type_traits>
 
 #include "dispatch.cuh"
 #include "forward_kernels.cuh"
@@ -44,14 +43,13 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, const RowLayout& layout
   // latency-bound, so weight / bias are preloaded into shared memory while the
   // row is reduced (16-byte vectors only; cp.async).
   const bool preload = kWide && 2 * blocks <= MaxChunksPerSegment();
-  // bf16 rows of a launch with neither y nor residual_out are held packed
+  // 16-bit rows of a launch with neither y nor residual_out are held packed
   // (ForwardRow) at up to 4 vectors per thread: 78 -> 61 registers at 4
   // vectors, so a 512-thread block of 16384-wide rows fits twice per SM
-  // (bench/results/gpu-2026-11-23-round6.md). At 8 vectors packing saved no
-  // registers (99 -> 107) and measured slower (4096 x 20000). fp16 rows are
-  // not packed: that combination was never run with the final statistics
-  // code (see AddSquaresBelow), so fp16 keeps the fp32 row.
-  constexpr bool kPackable = std::is_same_v<T, __nv_bfloat16> && kWide && kIters <= 4;
+  // (bench/results/gpu-2026-11-23-round6.md: bf16; fp16 rows kept as fp32
+  // measured 15-25 % slower in LayerNorm and at 16384). At 8 vectors packing
+  // saved no registers (99 -> 107) and measured slower (4096 x 20000).
+  constexpr bool kPackable = sizeof(T) == 2 && kWide && kIters <= 4;
   const bool packed = kPackable && a.y == nullptr && a.residual_out == nullptr;
   auto* kernel = &ForwardKernel<T, kVec, kIters, false, kCenter, false>;
   if constexpr (kWide) {
