@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# A/B on the GPU in one device call: variants built side by side (base = the kernels in
+# .carry/base/kernels/cuda, e.g. `git archive <commit> kernels/cuda | tar x -C .carry/base`;
+# new = this tree; new-<v> = this tree plus .carry/variants/<v>.patch for each v in
+# VARIANTS), the CUDA suite on `new`, then every variant's bench in two alternating
+# rounds. Results: $OUT/ab.tgz (JSON lines; bench/cuda/ab_table.py makes the table).
+# Carry .carry and .devdeps (git-ignored).
+#   OUT=$OUT VARIANTS="a b" SHAPES=32768x4096,1x4096 bash bench/cuda/ab.sh
+set -uo pipefail
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+export LD_LIBRARY_PATH=$PWD/.devdeps/lib/x86_64-linux-gnu
+REPO=$PWD; T0=$SECONDS; stamp() { echo "== $1 at +$((SECONDS - T0))s"; }
+VARIANTS=${VARIANTS:-}
+SHAPES=${SHAPES:-32768x4096,16384x8192,8192x16384,65536x1024,4096x5000,4096x4096,256x4096,1x4096}
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+mk() {  # name [patch]
+  local dir=/tmp/v/$1; mkdir -p $dir
+  tar -C $REPO --exclude='./build*' --exclude=./.git --exclude=./.carry -cf - . | tar -C $dir -xf -
+  if [[ $1 == base ]]; then rm -rf $dir/kernels/cuda && cp -r $REPO/.carry/base/kernels/cuda $dir/kernels/cuda; fi
+  if [[ -n ${2:-} ]]; then (cd $dir && patch -p1 -s < $REPO/.carry/variants/$2.patch) || echo "PATCH FAILED $2"; fi
+  local tgt=normserve_cuda_bench; [[ $1 == new ]] && tgt="normserve_cuda_bench normserve_kernels_test"
+  (cd $dir && timeout 400 cmake -S . -B b -G Ninja -DNORMSERVE_KERNELS_ONLY=ON -DCMAKE_PREFIX_PATH=$REPO/.devdeps \
+     -DNORMSERVE_CUDA_RESOURCE_USAGE=ON > build.log 2>&1 && timeout 400 cmake --build b -j8 --target $tgt >> build.log 2>&1) \
+     || { echo "BUILD FAILED $1"; grep -E "error" $dir/build.log | head; tail -5 $dir/build.log; }
+}
+stamp build
+names=(base new); mk base & mk new &
+for v in $VARIANTS; do names+=(new-$v); mk new-$v $v & done
+wait
+for n in "${names[@]}"; do cp /tmp/v/$n/build.log "$OUT/build_$n.log" 2>/dev/null; done
+if [[ ${TEST:-1} == 1 ]]; then
+  stamp test
+  timeout 300 /tmp/v/new/b/tests/kernels/normserve_kernels_test --gtest_filter='*cuda*' --gtest_brief=1 > "$OUT/tests.log" 2>&1
+  echo "suite rc=$?"; grep -E "PASSED|FAILED|SKIPPED" "$OUT/tests.log" | head -20
+fi
+stamp bench
+for r in a b; do
+  for n in "${names[@]}"; do
+    B=/tmp/v/$n/b/bench/cuda/normserve_cuda_bench; [[ -x $B ]] || continue
+    for dt in ${DTYPES:-bf16 fp32}; do
+      timeout 200 $B --dtype $dt --shapes $SHAPES --reps ${REPS:-100} --json "$OUT/ab_${n}_${dt}_$r.jsonl" > /dev/null 2>"$OUT/err_${n}_${dt}_$r.txt" || echo "bench $n $dt $r failed"
+    done
+  done
+done
+stamp done
+cd "$OUT" && cat ab_*.jsonl | wc -l && tar czf ab.tgz ab_*.jsonl && tar czf logs.tgz *.log err_*.txt && rm -f *.log err_*.txt ab_*.jsonl
