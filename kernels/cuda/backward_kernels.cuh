@@ -426,13 +426,11 @@ __global__ void __launch_bounds__(kMaxThreads)
       }
       float sum_sq[1] = {0.0f};
       for (int col = t * VEC; col < k; col += tpr * VEC) {
-        float p[VEC], dy[VEC], sw[VEC];
-        load(col, p, dy, sw);
+        float q[VEC], dy[VEC], sw[VEC];
+        load(col, q, dy, sw);
 #pragma unroll
-        for (int i = 0; i < VEC; ++i) {
-          const float q = p[i] - mean;
-          sum_sq[0] += col + i < k ? q * q : 0.0f;
-        }
+        for (int i = 0; i < VEC; ++i) q[i] -= mean;
+        AddSquaresBelow(q, col, k, sum_sq[0]);
       }
       GroupSum(sum_sq, tpr, scratch);
       rstd = 1.0f / sqrtf(sum_sq[0] / static_cast<float>(k) + a.norm.eps);

@@ -17,14 +17,8 @@ template <typename T, int VEC, int ITERS, bool kCenter>
 cudaError_t LaunchClusterBackward(const BackwardArgs& a, const RowLayout& layout,
                                   int64_t chunk_rows, bool partials, cudaStream_t stream) {
   constexpr int kCtas = kClusterCtas;
-  if (layout.ctas_per_row != kCtas || layout.rows_per_cta != 1) {
-    return cudaErrorInvalidConfiguration;
-  }
-  // The plain instance gives the same bits as the generic one (see
-  // BackwardRow) with fewer registers.
-  const bool plain = a.y == nullptr && a.grad_residual_out == nullptr;
-  auto* kernel = plain ? &BackwardKernel<T, VEC, ITERS, true, kCenter, kCtas>
-                       : &BackwardKernel<T, VEC, ITERS, false, kCenter, kCtas>;
+  // Only the generic instance: plain rows are staged.
+  auto* kernel = &BackwardKernel<T, VEC, ITERS, false, kCenter, kCtas>;
   const size_t acc_bytes =
       partials ? 2 * sizeof(float) * LocalRowLength<VEC, ITERS, kCtas>(a.hidden, layout.tpr) : 0;
   if (const cudaError_t err = AllowDynamicShared(kernel, acc_bytes); err != cudaSuccess) {
@@ -33,6 +27,31 @@ cudaError_t LaunchClusterBackward(const BackwardArgs& a, const RowLayout& layout
   return LaunchClusters(kernel, static_cast<unsigned>(a.total_chunks), kCtas,
                         static_cast<unsigned>(layout.threads()), acc_bytes, stream, a, layout.tpr,
                         layout.rows_per_cta, chunk_rows);
+}
+
+// Plain rows of full vectors, staged (BackwardStagedKernel), one block (kCtas
+// 1) or cluster per chunk. Measured on the H100: 16-bit rows faster staged,
+// fp32 rows of one block on the register kernel (round4.md); rows split over
+// a cluster faster staged in both (round7.md: fp32 8192 x 16384 RMSNorm
+// 686 -> 629 us, LayerNorm 716 -> 657 us; bf16 4096 x 20000 361 -> 280 us,
+// 430 -> 330 us).
+template <typename T, int VEC, int ITERS, bool kCenter, int kCtas>
+cudaError_t LaunchStagedBackward(const BackwardArgs& a, const RowLayout& layout,
+                                 int64_t chunk_rows, cudaStream_t stream) {
+  auto* kernel = a.grad_bias != nullptr ? &BackwardStagedKernel<T, VEC, ITERS, true, kCenter, kCtas>
+                                        : &BackwardStagedKernel<T, VEC, ITERS, false, kCenter, kCtas>;
+  const size_t bytes = StagedSharedBytes(
+      layout.rows_per_cta, LocalRowLength<VEC, ITERS, kCtas>(a.hidden, layout.tpr), sizeof(T));
+  if (const cudaError_t err = AllowDynamicShared(kernel, bytes); err != cudaSuccess) return err;
+  if constexpr (kCtas == 1) {
+    kernel<<<a.total_chunks, layout.threads(), bytes, stream>>>(a, layout.tpr, layout.rows_per_cta,
+                                                                 chunk_rows);
+    return cudaGetLastError();
+  } else {
+    return LaunchClusters(kernel, static_cast<unsigned>(a.total_chunks), kCtas,
+                          static_cast<unsigned>(layout.threads()), bytes, stream, a, layout.tpr,
+                          layout.rows_per_cta, chunk_rows);
+  }
 }
 
 // Stage one for the layout's instance; kCenter: LayerNorm.
@@ -45,31 +64,29 @@ cudaError_t LaunchBackwardRows(const BackwardArgs& a, const RowLayout& layout, i
     if constexpr (kIters == 0) {
       BackwardStreamKernel<T, kVec><<<a.total_chunks, kMaxThreads, 0, stream>>>(a, chunk_rows);
     } else {
+      const bool plain = a.y == nullptr && a.grad_residual_out == nullptr;
+      constexpr bool kStageable = sizeof(T) == 2 && kVec == 8;
       if (layout.ctas_per_row > 1) {
-        // ChooseRowLayout splits only rows of full vectors, four per thread.
-        if constexpr (kIters == 4 && kVec == 16 / sizeof(T)) {
+        // ChooseRowLayout splits only rows of full vectors, four per thread,
+        // into clusters of kClusterCtas blocks holding one row each.
+        constexpr bool kSplit = kVec == 16 / sizeof(T) && kIters == 4;
+        if (layout.ctas_per_row != kClusterCtas || layout.rows_per_cta != 1) {
+          return cudaErrorInvalidConfiguration;
+        }
+        if constexpr (kSplit) {
+          if (plain) {
+            return LaunchStagedBackward<T, kVec, kIters, kCenter, kClusterCtas>(a, layout,
+                                                                                chunk_rows, stream);
+          }
           return LaunchClusterBackward<T, kVec, kIters, kCenter>(a, layout, chunk_rows, partials,
                                                                  stream);
         } else {
           return cudaErrorInvalidConfiguration;
         }
       }
-      const bool plain = a.y == nullptr && a.grad_residual_out == nullptr;
-      // Plain 16-bit rows of full vectors take the staged kernel; fp32 rows
-      // measured faster on the register kernel (both on the H100,
-      // bench/results/gpu-2026-11-23-round4.md).
-      if constexpr (sizeof(T) == 2 && kVec == 8) {
+      if constexpr (kStageable) {
         if (plain) {
-          auto* staged = a.grad_bias != nullptr
-                             ? &BackwardStagedKernel<T, kVec, kIters, true, kCenter>
-                             : &BackwardStagedKernel<T, kVec, kIters, false, kCenter>;
-          const size_t bytes = StagedSharedBytes(layout, a.hidden, sizeof(T));
-          if (const cudaError_t err = AllowDynamicShared(staged, bytes); err != cudaSuccess) {
-            return err;
-          }
-          staged<<<a.total_chunks, layout.threads(), bytes, stream>>>(
-              a, layout.tpr, layout.rows_per_cta, chunk_rows);
-          return cudaGetLastError();
+          return LaunchStagedBackward<T, kVec, kIters, kCenter, 1>(a, layout, chunk_rows, stream);
         }
       }
       // dw / db accumulators: [2][rows_per_cta][hidden] fp32.

@@ -9,11 +9,15 @@
 //  - scale * w is formed once per block, as fp32 in shared memory, instead of
 //    loaded, converted and scaled in both passes over every row (the same
 //    products, so the same bits).
+// kCtas > 1: one row group per cluster of kCtas blocks, each staging and
+// accumulating only its share of the row's columns (row_layout.h).
 // The arithmetic and its order are those of BackwardKernel's plain instance:
 // p formed as x + 0, the same sums and group reductions, dw / db summed over
 // the same rows in the same order.
 #ifndef NORMSERVE_KERNELS_CUDA_BACKWARD_STAGED_CUH_
 #define NORMSERVE_KERNELS_CUDA_BACKWARD_STAGED_CUH_
+
+#include <type_traits>
 
 #include "async_copy.cuh"
 #include "backward_kernels.cuh"
@@ -25,41 +29,48 @@ namespace normserve::kernels::cuda {
 // at hidden 1024-16384, bench/results/gpu-2026-11-23-round4.md.)
 inline constexpr int kStagedRows = 2;
 
-// Dynamic shared memory of a staged launch: [kStagedRows][rows_per_cta][x, dy]
-// rows, reused at the end for one [rows_per_cta][hidden] fp32 partial (never
-// larger: stages x 2 tensors x sizeof(T) >= 4 bytes per element), then
-// [hidden] fp32 scale * w.
-__host__ __device__ inline size_t StagedRowsBytes(int rows_per_cta, int64_t hidden,
+// Dynamic shared memory of a staged launch, with row_len the block's row
+// storage (LocalRowLength: the hidden size, or the block's share of it):
+// [kStagedRows][rows_per_cta][x, dy][row_len], reused at the end for one
+// [rows_per_cta][row_len] fp32 partial (never larger: stages x 2 tensors x
+// sizeof(T) >= 4 bytes per element), then [row_len] fp32 scale * w.
+__host__ __device__ inline size_t StagedRowsBytes(int rows_per_cta, int64_t row_len,
                                                   size_t elem_size) {
   return kStagedRows * 2 * elem_size * static_cast<size_t>(rows_per_cta) *
-         static_cast<size_t>(hidden);
+         static_cast<size_t>(row_len);
 }
-inline size_t StagedSharedBytes(const RowLayout& layout, int64_t hidden, size_t elem_size) {
-  return StagedRowsBytes(layout.rows_per_cta, hidden, elem_size) +
-         sizeof(float) * static_cast<size_t>(hidden);
+inline size_t StagedSharedBytes(int rows_per_cta, int64_t row_len, size_t elem_size) {
+  return StagedRowsBytes(rows_per_cta, row_len, elem_size) +
+         sizeof(float) * static_cast<size_t>(row_len);
 }
 
 // kDb: the launch wants grad_bias (LayerNorm with a bias); without it the db
 // registers are not spent. kCenter: LayerNorm.
-template <typename T, int VEC, int ITERS, bool kDb, bool kCenter>
+template <typename T, int VEC, int ITERS, bool kDb, bool kCenter, int kCtas = 1>
 __global__ void __launch_bounds__(kMaxThreads)
     BackwardStagedKernel(const BackwardArgs a, const int tpr, const int rows_per_cta,
                          const int64_t chunk_rows) {
   static_assert(sizeof(T) * VEC == 16, "staged rows move 16-byte vectors");
   extern __shared__ __align__(16) unsigned char staged[];
   __shared__ float scratch_buffers[GroupScratch::kFloats];
-  GroupScratchOf<false> scratch{scratch_buffers};
-  const int group = threadIdx.x / tpr;
-  const int t = threadIdx.x - group * tpr;
+  // One block: the single-buffered scratch (see GroupScratchOf); a cluster's
+  // sums need the double buffer.
+  using Scratch = std::conditional_t<kCtas == 1, GroupScratchOf<false>, ClusterScratch<kCtas>>;
+  Scratch scratch{scratch_buffers};
+  const RowThread me = RowThreadOf<kCtas>(tpr);  // named, not bound: lambdas capture them
+  const int group = me.group, t = me.t, rank = me.rank;
   const int d = static_cast<int>(a.hidden);
   const int k = static_cast<int>(a.norm.stat_len);
-  const ChunkRows c = FindChunk(a, blockIdx.x, chunk_rows);
+  const int len = static_cast<int>(LocalRowLength<VEC, ITERS, kCtas>(a.hidden, tpr));
+  const int chunk = blockIdx.x / kCtas;
+  const ChunkRows c = FindChunk(a, chunk, chunk_rows);
   const T* x = static_cast<const T*>(a.x);
   const T* dy = static_cast<const T*>(a.grad_out);
-  // This group's x (which = 0) or dy (which = 1) row in stage s.
+  // This group's x (which = 0) or dy (which = 1) row in stage s; a thread's
+  // vector `it` sits at LocalColumn(it) of it.
   auto slot = [&](int s, int which) {
     return reinterpret_cast<T*>(staged) +
-           (static_cast<int64_t>(s * rows_per_cta + group) * 2 + which) * d;
+           (static_cast<int64_t>(s * rows_per_cta + group) * 2 + which) * len;
   };
   // Starts copying `row` into stage s (zeros for a row past the chunk).
   auto stage_row = [&](int64_t row, int s) {
@@ -68,9 +79,10 @@ __global__ void __launch_bounds__(kMaxThreads)
 #pragma unroll
     for (int it = 0; it < ITERS; ++it) {
       const int col = (it * tpr + t) * VEC;
+      const int local = LocalColumn<VEC, kCtas>(it, tpr, t);
       if (col < d) {
-        CpAsync16(slot(s, 0) + col, x + base + col, live);
-        CpAsync16(slot(s, 1) + col, dy + base + col, live);
+        CpAsync16(slot(s, 0) + local, x + base + col, live);
+        CpAsync16(slot(s, 1) + local, dy + base + col, live);
       }
     }
     CpAsyncCommit();
@@ -88,7 +100,7 @@ __global__ void __launch_bounds__(kMaxThreads)
   auto load = [&](int s, int which, int it, float(&v)[VEC]) {
     const int col = (it * tpr + t) * VEC;
     if (col < d) {
-      LoadFloats(slot(s, which) + col, v);
+      LoadFloats(slot(s, which) + LocalColumn<VEC, kCtas>(it, tpr, t), v);
     } else {
 #pragma unroll
       for (int i = 0; i < VEC; ++i) v[i] = 0.0f;
@@ -107,7 +119,7 @@ __global__ void __launch_bounds__(kMaxThreads)
   float next_mean, next_rstd;
   saved_stats(row, next_mean, next_rstd);
   float* scaled_w =
-      reinterpret_cast<float*>(staged + StagedRowsBytes(rows_per_cta, a.hidden, sizeof(T)));
+      reinterpret_cast<float*>(staged + StagedRowsBytes(rows_per_cta, len, sizeof(T)));
   if (group == 0) {
 #pragma unroll
     for (int it = 0; it < ITERS; ++it) {
@@ -115,7 +127,7 @@ __global__ void __launch_bounds__(kMaxThreads)
       if (col < d) {
         float sw[VEC];
         LoadScaledWeight<T>(a, col, sw);
-        StoreFloats(scaled_w + col, sw);
+        StoreFloats(scaled_w + LocalColumn<VEC, kCtas>(it, tpr, t), sw);
       }
     }
   }
@@ -142,7 +154,8 @@ __global__ void __launch_bounds__(kMaxThreads)
       float sw[VEC];
       load(s, 0, it, r);
       load(s, 1, it, g);
-      LoadFloats(scaled_w + (col < d ? col : 0), sw);  // padding: column 0's (dy is 0)
+      // padding: the block's first column's (dy is 0 there)
+      LoadFloats(scaled_w + (col < d ? LocalColumn<VEC, kCtas>(it, tpr, t) : 0), sw);
 #pragma unroll
       for (int i = 0; i < VEC; ++i) {
         r[i] = (r[i] - mean) * rstd;
@@ -176,6 +189,7 @@ __global__ void __launch_bounds__(kMaxThreads)
     row = next;
   }
   CpAsyncWait<0>();  // the last (empty) stages, before shared memory is reused
+  ClusterExitBarrier<kCtas>();
   if (a.workspace == nullptr) return;
 
   // The groups' register partials go through shared memory, one tensor at a
@@ -187,10 +201,18 @@ __global__ void __launch_bounds__(kMaxThreads)
 #pragma unroll
     for (int it = 0; it < ITERS; ++it) {
       const int col = (it * tpr + t) * VEC;
-      if (col < d) StoreFloats(acc + group * d + col, which == 0 ? dw[it] : db[kDb ? it : 0]);
+      if (col < d) {
+        StoreFloats(acc + group * len + LocalColumn<VEC, kCtas>(it, tpr, t),
+                    which == 0 ? dw[it] : db[kDb ? it : 0]);
+      }
     }
     __syncthreads();
-    WritePartial(a, blockIdx.x, gridDim.x, rows_per_cta, acc, which);
+    const int total_chunks = gridDim.x / kCtas;
+    if constexpr (kCtas == 1) {
+      WritePartial(a, chunk, total_chunks, rows_per_cta, acc, which);
+    } else {
+      WriteBlockColumnsPartial<VEC, kCtas>(a, chunk, total_chunks, tpr, rank, len, acc, which);
+    }
   }
 }
 

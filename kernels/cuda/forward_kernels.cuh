@@ -16,18 +16,22 @@
 namespace normserve::kernels::cuda {
 
 // Adds q * q of the vector at column `col` to `sum`, counting only elements
-// inside the statistic (index < k). Kept in this per-element form on purpose:
-// a variant that skipped the test for vectors wholly inside (sum += q * q)
-// let the compiler contract the two kernels of one hidden size differently
-// (FFMA in one, FMUL + FADD in the other), so the staged fused forward and
-// the register forward disagreed in the last bit at hidden 20000 (fp16;
-// bf16 once GroupSum changed), caught by DeterminismTest
-// (bench/results/gpu-2026-11-23-round6.md). It was 5 % faster for LayerNorm;
-// redoing it needs explicit __fmaf_rn in both forms.
+// inside the statistic (index < k). Every kernel sums squares through this one
+// function, with explicit fused multiply-adds: left to the compiler, the same
+// source was contracted to FFMA in one kernel and FMUL + FADD in another, and
+// the staged fused forward and the register forward of one hidden size
+// disagreed in the last bit (DeterminismTest, hidden 20000,
+// bench/results/gpu-2026-11-23-round6.md). A vector wholly inside k skips the
+// per-element test: fma(q, 0, sum) == sum, so both forms give the same bits.
 template <int VEC>
 __device__ __forceinline__ void AddSquaresBelow(const float (&q)[VEC], int col, int k, float& sum) {
+  if (col + VEC <= k) {
 #pragma unroll
-  for (int i = 0; i < VEC; ++i) sum += col + i < k ? q[i] * q[i] : 0.0f;
+    for (int i = 0; i < VEC; ++i) sum = __fmaf_rn(q[i], q[i], sum);
+  } else {
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) sum = __fmaf_rn(q[i], col + i < k ? q[i] : 0.0f, sum);
+  }
 }
 
 // Row statistics of a row group's row. `load(it, v)` fills v with the fp32
@@ -240,13 +244,11 @@ __global__ void __launch_bounds__(kMaxThreads) ForwardStreamKernel(const Forward
   }
   float sum_sq[1] = {0.0f};
   for (int col = t * VEC; col < k; col += tpr * VEC) {
-    float p[VEC];
-    load_p(col, p);
+    float q[VEC];
+    load_p(col, q);
 #pragma unroll
-    for (int i = 0; i < VEC; ++i) {
-      const float q = p[i] - mean;
-      sum_sq[0] += col + i < k ? q * q : 0.0f;
-    }
+    for (int i = 0; i < VEC; ++i) q[i] -= mean;
+    AddSquaresBelow(q, col, k, sum_sq[0]);
   }
   GroupSum(sum_sq, tpr, scratch);
   const float rstd = 1.0f / sqrtf(sum_sq[0] / static_cast<float>(k) + a.norm.eps);

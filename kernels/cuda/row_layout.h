@@ -72,14 +72,22 @@ inline RowLayout ChooseRowLayout(Pass pass, DType dtype, int64_t hidden, bool al
   //    bench/results/gpu-2026-11-23-round6.md; before packing, 8 vectors won
   //    at 16384: round2.md);
   //  - backward: a row that 2 vectors per thread fill as exactly one
-  //    kTargetThreads block (hidden 4096) takes 2 vectors per thread rather
-  //    than 4 with two rows per block (32768 x 4096 RMSNorm: 434 -> 413 us,
-  //    round2.md).
+  //    kTargetThreads or kMaxThreads block (hidden 4096, 8192) takes 2 vectors
+  //    per thread rather than 4 (32768 x 4096 RMSNorm: 434 -> 413 us,
+  //    round2.md; 16384 x 8192 LayerNorm 372 -> 316 us, RMSNorm 309 -> 299 us,
+  //    round7.md: at 4 vectors the dw and db registers of LayerNorm with a
+  //    bias left the staged kernel spilling). Longer rows split over a
+  //    cluster at 2 vectors per thread measured slower than one block at 4
+  //    (8192 x 16384: RMSNorm 312 -> 445 us, LayerNorm 380 -> 474 us, round7.md).
   int preferred = pass == Pass::kForward && layout.vec != 8 ? 8 : 4;
   if (layout.vec == 8) {
     const int64_t threads_at_4 = ((vectors + 3) / 4 + 31) / 32 * 32;
+    const int64_t threads_at_2 = (vectors + 1) / 2;
     if (pass == Pass::kForward && threads_at_4 > kMaxThreads) preferred = 8;
-    if (pass == Pass::kBackward && (vectors + 1) / 2 == kTargetThreads) preferred = 2;
+    if (pass == Pass::kBackward &&
+        (threads_at_2 == kTargetThreads || threads_at_2 == kMaxThreads)) {
+      preferred = 2;
+    }
   }
   int64_t tpr = (vectors + preferred - 1) / preferred;
   if (tpr <= 32) {

@@ -45,7 +45,7 @@ TEST(RowLayoutTest, EveryLayoutCoversTheRowWithAnInstantiatedKernel) {
           ASSERT_GE(int64_t{l.tpr} * l.iters * l.vec, hidden);
           ASSERT_LE(l.threads(), kMaxThreads);
           if (l.ctas_per_row > 1) {
-            // The cluster launcher's instances: backward, full vectors, four
+            // The cluster launchers' instances: backward, full vectors, four
             // per thread, one row per cluster of whole warps per block.
             ASSERT_EQ(pass, Pass::kBackward);
             ASSERT_EQ(l.ctas_per_row, kClusterCtas);
@@ -85,6 +85,7 @@ TEST(RowLayoutTest, MeasuredChoices) {
       {Pass::kForward, DType::kF32, 16384, 512, 8, 1},     // fp32: one block
       {Pass::kBackward, DType::kF32, 16384, 1024, 4, 2},   // cluster
       {Pass::kBackward, DType::kF32, 10000, 640, 4, 2},    // cluster
+      {Pass::kBackward, DType::kBF16, 8192, 512, 2, 1},    // 2 vectors, one block
       {Pass::kBackward, DType::kBF16, 16384, 512, 4, 1},   // fits one block
       {Pass::kBackward, DType::kBF16, 32768, 1024, 4, 2},  // cluster
   };
