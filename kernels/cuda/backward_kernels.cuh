@@ -166,6 +166,50 @@ __device__ __forceinline__ void DxOf(const float (&r)[VEC], const float (&dr)[VE
   }
 }
 
+// Launches without y or grad_residual_out ("plain") add a zero where the
+// fused ones add y or the residual gradient: p = x + 0 and dx = (dq - mean_dq)
+// + 0, which only turn a -0 into +0 (a row's bits must not depend on whether
+// its batch carried a residual). For every v and m, (v + 0) - m and (v - m) + 0
+// have the bits of v + NegatedOrPlusZero(m), so the plain kernels spend one
+// addition where the generic ones spend two; and (v + 0) * s == fma(v, s, 0).
+// (The backward kernels are issue-bound: ncu, round8.md.)
+__device__ __forceinline__ float NegatedOrPlusZero(float m) { return m == 0.0f ? 0.0f : -m; }
+
+// r = (p - mean) * rstd of a plain launch's element x (p = x + 0), given
+// neg_mean = NegatedOrPlusZero(mean); RMSNorm's mean is the constant 0.
+template <bool kCenter>
+__device__ __forceinline__ float PlainR(float x, float neg_mean, float rstd) {
+  if constexpr (kCenter) {
+    return (x + neg_mean) * rstd;
+  } else {
+    return __fmaf_rn(x, rstd, 0.0f);
+  }
+}
+
+// DxOf with g = 0 (a plain launch), the same bits.
+template <bool kCenter, int VEC>
+__device__ __forceinline__ void PlainDxOf(const float (&r)[VEC], const float (&dr)[VEC], int col,
+                                          int k, float rstd, const DqScalars& s,
+                                          float (&dx)[VEC]) {
+  const float neg_mean_dq = NegatedOrPlusZero(s.mean_dq);
+  auto finish = [&](float t) {  // (rstd * t - mean_dq) + 0
+    if constexpr (kCenter) {
+      return __fmul_rn(rstd, t) + neg_mean_dq;
+    } else {
+      return __fmaf_rn(rstd, t, 0.0f);  // mean_dq is the constant 0
+    }
+  };
+  if (col + VEC <= k) {
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) dx[i] = finish(dr[i] - __fmul_rn(r[i], s.coef));
+  } else {
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) {
+      dx[i] = finish(dr[i] - (col + i < k ? __fmul_rn(r[i], s.coef) : 0.0f));
+    }
+  }
+}
+
 // The per-row gradient math on registers: writes dx and accumulates
 // dw (+= dy * r) and db (+= dy) into the group's shared-memory rows (each
 // column owned by one thread; null when the launch wants neither).
@@ -189,8 +233,11 @@ __device__ __forceinline__ void BackwardRow(const BackwardArgs& a, int64_t row, 
     if (!kPlain && a.y != nullptr && live && col < d) {
       LoadFloats(static_cast<const T*>(a.y) + row * a.hidden + col, yv);
     }
+    UnpackFloats(raw.x[it], p[it]);
+    if constexpr (!kPlain) {  // plain: p = x + 0 is formed in PlainR
 #pragma unroll
-    for (int i = 0; i < VEC; ++i) p[it][i] = ToFloat(raw.x[it].v[i]) + yv[i];
+      for (int i = 0; i < VEC; ++i) p[it][i] += yv[i];
+    }
   }
   float mean = 0.0f, rstd = 0.0f;
   if (has_stats) {
@@ -199,18 +246,22 @@ __device__ __forceinline__ void BackwardRow(const BackwardArgs& a, int64_t row, 
       rstd = a.rstd[row];
     }
   } else {
+    // Plain rows hold x, not x + 0: the sums are the same, as they start at
+    // +0 (adding -0 or +0 changes no sum that is not -0) and squares drop signs.
     RowStats<kCenter>(p, tpr, t, d, a.norm, scratch, mean, rstd);
   }
+  const float neg_mean = NegatedOrPlusZero(mean);
   float sums[3] = {0.0f, 0.0f, 0.0f};
 #pragma unroll
   for (int it = 0; it < ITERS; ++it) {
     const int col = (it * tpr + t) * VEC;
-    float sw[VEC], dr[VEC];
+    float sw[VEC], dy[VEC], dr[VEC];
     LoadScaledWeight<T>(a, col < d ? col : 0, sw);
+    UnpackFloats(raw.dy[it], dy);
 #pragma unroll
     for (int i = 0; i < VEC; ++i) {
-      p[it][i] = (p[it][i] - mean) * rstd;  // r
-      dr[i] = __fmul_rn(ToFloat(raw.dy[it].v[i]), sw[i]);
+      p[it][i] = kPlain ? PlainR<kCenter>(p[it][i], neg_mean, rstd) : (p[it][i] - mean) * rstd;  // r
+      dr[i] = __fmul_rn(dy[i], sw[i]);
     }
     AddDqSums<kCenter>(p[it], dr, col, k, sums);
   }
@@ -225,12 +276,14 @@ __device__ __forceinline__ void BackwardRow(const BackwardArgs& a, int64_t row, 
       LoadFloatsEither<T>(a.grad_residual_out, row * a.hidden + col, gres_f32, g);
     }
     LoadScaledWeight<T>(a, col, sw);
+    UnpackFloats(raw.dy[it], dyr);
 #pragma unroll
-    for (int i = 0; i < VEC; ++i) {
-      dyr[i] = ToFloat(raw.dy[it].v[i]);
-      dr[i] = __fmul_rn(dyr[i], sw[i]);
+    for (int i = 0; i < VEC; ++i) dr[i] = __fmul_rn(dyr[i], sw[i]);
+    if constexpr (kPlain) {
+      PlainDxOf<kCenter>(p[it], dr, col, k, rstd, dq, dx);
+    } else {
+      DxOf(p[it], dr, g, col, k, rstd, dq, dx);
     }
-    DxOf(p[it], dr, g, col, k, rstd, dq, dx);
     StoreFloats(static_cast<T*>(a.grad_in) + row * a.hidden + col, dx);
     const int acc_col = LocalColumn<VEC, kCtas>(it, tpr, t);
     if (dw != nullptr) {

@@ -12,7 +12,7 @@
 // kCtas > 1: one row group per cluster of kCtas blocks, each staging and
 // accumulating only its share of the row's columns (row_layout.h).
 // The arithmetic and its order are those of BackwardKernel's plain instance:
-// p formed as x + 0, the same sums and group reductions, dw / db summed over
+// the same PlainR / PlainDxOf, sums and group reductions, dw / db summed over
 // the same rows in the same order.
 #ifndef NORMSERVE_KERNELS_CUDA_BACKWARD_STAGED_CUH_
 #define NORMSERVE_KERNELS_CUDA_BACKWARD_STAGED_CUH_
@@ -95,8 +95,9 @@ __global__ void __launch_bounds__(kMaxThreads)
       rstd = a.rstd[row];
     }
   };
-  // Vector `it` of stage s's tensor as fp32 (zeros past the row's end). x gets
-  // "+ 0.0f": BackwardRow forms p = x + y with y = 0.
+  // Vector `it` of stage s's tensor as fp32 (zeros past the row's end). x is
+  // held as stored: p = x + 0 is formed in PlainR, and the statistics' sums do
+  // not depend on it (see BackwardRow).
   auto load = [&](int s, int which, int it, float(&v)[VEC]) {
     const int col = (it * tpr + t) * VEC;
     if (col < d) {
@@ -104,10 +105,6 @@ __global__ void __launch_bounds__(kMaxThreads)
     } else {
 #pragma unroll
       for (int i = 0; i < VEC; ++i) v[i] = 0.0f;
-    }
-    if (which == 0) {
-#pragma unroll
-      for (int i = 0; i < VEC; ++i) v[i] += 0.0f;
     }
   };
 
@@ -148,6 +145,7 @@ __global__ void __launch_bounds__(kMaxThreads)
       RowStatsOf<kCenter, VEC, ITERS>([&](int it, float(&v)[VEC]) { load(s, 0, it, v); }, tpr, t, d,
                                       a.norm, scratch, mean, rstd);
     }
+    const float neg_mean = NegatedOrPlusZero(mean);
     // Vector `it`'s r and dr (and dy in g).
     auto r_dr = [&](int it, float(&r)[VEC], float(&g)[VEC], float(&dr)[VEC]) {
       const int col = (it * tpr + t) * VEC;
@@ -158,7 +156,7 @@ __global__ void __launch_bounds__(kMaxThreads)
       LoadFloats(scaled_w + (col < d ? LocalColumn<VEC, kCtas>(it, tpr, t) : 0), sw);
 #pragma unroll
       for (int i = 0; i < VEC; ++i) {
-        r[i] = (r[i] - mean) * rstd;
+        r[i] = PlainR<kCenter>(r[i], neg_mean, rstd);
         dr[i] = __fmul_rn(g[i], sw[i]);
       }
     };
@@ -174,10 +172,9 @@ __global__ void __launch_bounds__(kMaxThreads)
     for (int it = 0; it < ITERS; ++it) {
       const int col = (it * tpr + t) * VEC;
       if (live && col < d) {
-        constexpr float kNoResidual[VEC] = {};
         float r[VEC], g[VEC], dr[VEC], dx[VEC];
         r_dr(it, r, g, dr);
-        DxOf(r, dr, kNoResidual, col, k, rstd, dq, dx);
+        PlainDxOf<kCenter>(r, dr, col, k, rstd, dq, dx);
 #pragma unroll
         for (int i = 0; i < VEC; ++i) {
           dw[it][i] += g[i] * r[i];

@@ -99,8 +99,9 @@ template <typename T, int VEC, int ITERS>
 struct ForwardRow<T, VEC, ITERS, true> {
   Vec<T, VEC> raw[ITERS];
   __device__ __forceinline__ void Get(int it, float (&v)[VEC]) const {
+    UnpackFloats(raw[it], v);
 #pragma unroll
-    for (int i = 0; i < VEC; ++i) v[i] = ToFloat(raw[it].v[i]) + 0.0f;
+    for (int i = 0; i < VEC; ++i) v[i] += 0.0f;
   }
 };
 

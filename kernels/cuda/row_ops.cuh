@@ -9,6 +9,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <type_traits>
 
 namespace normserve::kernels::cuda {
 
@@ -38,11 +39,41 @@ struct alignas(sizeof(T) * N < 16 ? sizeof(T) * N : 16) Vec {
   T v[N];
 };
 
+// A vector as stored -> fp32. bf16 pairs are split with one integer op per
+// element (shift or mask of the 32-bit word: bf16 is the high half of an
+// fp32), where the compiler's conversion of the high half took two (PRMT +
+// shift); exact either way. Hot in the backward kernels, which convert x and
+// dy twice per row (bench/results/gpu-2026-11-24-round8.md).
+__device__ __forceinline__ void Bf16PairToFloats(uint32_t word, float& lo, float& hi) {
+  lo = __uint_as_float(word << 16);
+  hi = __uint_as_float(word & 0xffff0000u);
+}
+template <typename T, int N>
+__device__ __forceinline__ void UnpackFloats(const Vec<T, N>& raw, float (&dst)[N]) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16> && N % 2 == 0) {
+    const auto* words = reinterpret_cast<const uint32_t*>(raw.v);
+#pragma unroll
+    for (int i = 0; i < N / 2; ++i) Bf16PairToFloats(words[i], dst[2 * i], dst[2 * i + 1]);
+  } else {
+#pragma unroll
+    for (int i = 0; i < N; ++i) dst[i] = ToFloat(raw.v[i]);
+  }
+}
+
 template <typename T, int N>
 __device__ __forceinline__ void LoadFloats(const T* src, float (&dst)[N]) {
-  const Vec<T, N> raw = *reinterpret_cast<const Vec<T, N>*>(src);
-#pragma unroll
-  for (int i = 0; i < N; ++i) dst[i] = ToFloat(raw.v[i]);
+  if constexpr (std::is_same_v<T, __nv_bfloat16> && N == 8) {
+    // One 16-byte load: unpacking a loaded Vec word by word let the compiler
+    // split the load into four 4-byte ones.
+    const uint4 w = *reinterpret_cast<const uint4*>(src);
+    Bf16PairToFloats(w.x, dst[0], dst[1]);
+    Bf16PairToFloats(w.y, dst[2], dst[3]);
+    Bf16PairToFloats(w.z, dst[4], dst[5]);
+    Bf16PairToFloats(w.w, dst[6], dst[7]);
+  } else {
+    const Vec<T, N> raw = *reinterpret_cast<const Vec<T, N>*>(src);
+    UnpackFloats(raw, dst);
+  }
 }
 
 template <typename T, int N>

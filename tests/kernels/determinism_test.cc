@@ -12,6 +12,7 @@
 #include <cstring>
 #include <memory>
 #include <thread>
+#include <utility>
 
 #include "norm_case.h"
 #include "relative_error.h"
@@ -29,6 +30,14 @@ using kernels::ForwardSegment;
 bool SameBytes(const void* a, const void* b, size_t bytes) { return std::memcmp(a, b, bytes) == 0; }
 
 const uint8_t* Bytes(const void* p) { return static_cast<const uint8_t*>(p); }
+
+// Element i of t becomes -0: the sign bit alone, in any of the dtypes.
+void SetNegativeZero(HostTensor& t, int64_t i) {
+  const size_t e = t.bytes() / t.size();
+  uint8_t* element = static_cast<uint8_t*>(t.data()) + i * e;
+  std::memset(element, 0, e);
+  element[e - 1] = 0x80;  // little-endian: the sign is the top bit of the last byte
+}
 
 class DeterminismTest : public BackendTest<DType, int64_t> {
  protected:
@@ -173,9 +182,15 @@ TEST_P(DeterminismTest, PlainSegmentsAreBitwiseIdenticalNextToResidualOnes) {
     EXPECT_TRUE(SameBytes(mean.data(), s.mean.data(), 40 * 4)) << "forward mean";
     EXPECT_TRUE(SameBytes(rstd.data(), s.rstd.data(), 40 * 4)) << "forward rstd";
   }
-  {
+  // RMSNorm and LayerNorm, with and without saved statistics; some of the
+  // plain segment's x are -0 (the residual launch forms x + 0 = +0 there).
+  for (const auto& [center, saved_stats] : {std::pair{false, false}, {true, true}, {true, false}}) {
+    SCOPED_TRACE(::testing::Message() << (center ? "LN" : "RMS") << " saved_stats=" << saved_stats);
     NormCase c = BackwardCase({5, 70});
+    c.config.center = center;
+    c.saved_stats = saved_stats;
     BackwardData data = MakeBackwardData(c, rng);
+    for (int64_t i = 0; i < 70 * d; i += 97) SetNegativeZero(data.segments[1].x, i);
     BackwardBatch mixed = data.Batch(c);
     mixed.segments[1].y = nullptr;
     mixed.segments[1].grad_residual_out = nullptr;
