@@ -189,8 +189,7 @@ __device__ __forceinline__ float PlainR(float x, float neg_mean, float rstd) {
 // DxOf with g = 0 (a plain launch), the same bits.
 template <bool kCenter, int VEC>
 __device__ __forceinline__ void PlainDxOf(const float (&r)[VEC], const float (&dr)[VEC], int col,
-                                          int k, float rstd, const DqScalars& s,
-                                          float (&dx)[VEC]) {
+                                          int k, float rstd, const DqScalars& s, float (&dx)[VEC]) {
   const float neg_mean_dq = NegatedOrPlusZero(s.mean_dq);
   auto finish = [&](float t) {  // (rstd * t - mean_dq) + 0
     if constexpr (kCenter) {
@@ -260,7 +259,8 @@ __device__ __forceinline__ void BackwardRow(const BackwardArgs& a, int64_t row, 
     UnpackFloats(raw.dy[it], dy);
 #pragma unroll
     for (int i = 0; i < VEC; ++i) {
-      p[it][i] = kPlain ? PlainR<kCenter>(p[it][i], neg_mean, rstd) : (p[it][i] - mean) * rstd;  // r
+      p[it][i] =
+          kPlain ? PlainR<kCenter>(p[it][i], neg_mean, rstd) : (p[it][i] - mean) * rstd;  // r
       dr[i] = __fmul_rn(dy[i], sw[i]);
     }
     AddDqSums<kCenter>(p[it], dr, col, k, sums);

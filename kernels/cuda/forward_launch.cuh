@@ -15,8 +15,18 @@ namespace normserve::kernels::cuda {
 
 // A register-kernel launch of the layout's instance (kernel choice below).
 template <typename T, int kVec, int kIters, bool kCenter>
-cudaError_t LaunchForwardRegisters(const ForwardArgs& a, const RowLayout& layout,
-                                   cudaStream_t stream) {
+cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaStream_t stream) {
+  const int max_chunks = MaxChunksPerSegment();  // 2 per SM
+  // At most one block per SM at the layout's rows per block: the launch is
+  // latency-bound (weight / bias preloaded below).
+  const bool latency_bound =
+      2 * ((a.rows + layout.rows_per_cta - 1) / layout.rows_per_cta) <= max_chunks;
+  // One row per block for row groups of 128 threads or more, and in launches
+  // of fewer rows than SMs (more SMs busy, no idle row group in a block of one
+  // row). Measured on the H100 (round8.md): bf16 add + RMSNorm 32768 x 4096
+  // 379.4 -> 373.7 us, fp32 64 x 4096 RMSNorm 6.9 -> 6.5 us. A row's bits
+  // depend on tpr, never on rows_per_cta.
+  if (layout.tpr >= 128 || 2 * a.rows <= max_chunks) layout.rows_per_cta = 1;
   const int64_t blocks = (a.rows + layout.rows_per_cta - 1) / layout.rows_per_cta;
   constexpr bool kWide = kVec * sizeof(T) == 16;
   // Fused residual on 16-bit rows of 15361-32768 elements: the staged kernel,
@@ -32,17 +42,16 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, const RowLayout& layout
       if (const cudaError_t err = AllowDynamicShared(staged, bytes); err != cudaSuccess) {
         return err;
       }
-      const int64_t chunks = std::min<int64_t>(blocks, MaxChunksPerSegment());
+      const int64_t chunks = std::min<int64_t>(blocks, max_chunks);
       const int64_t chunk_rows = (a.rows + chunks - 1) / chunks;
       staged<<<static_cast<unsigned>(chunks), layout.threads(), bytes, stream>>>(
           a, layout.tpr, layout.rows_per_cta, chunk_rows);
       return cudaGetLastError();
     }
   }
-  // At most one block per SM (MaxChunksPerSegment is 2 per SM): the launch is
-  // latency-bound, so weight / bias are preloaded into shared memory while the
+  // A latency-bound launch preloads weight / bias into shared memory while the
   // row is reduced (16-byte vectors only; cp.async).
-  const bool preload = kWide && 2 * blocks <= MaxChunksPerSegment();
+  const bool preload = kWide && latency_bound;
   // 16-bit rows of a launch with neither y nor residual_out are held packed
   // (ForwardRow) at up to 4 vectors per thread: 78 -> 61 registers at 4
   // vectors, so a 512-thread block of 16384-wide rows fits twice per SM

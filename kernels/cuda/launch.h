@@ -32,10 +32,10 @@ namespace normserve::kernels::cuda {
 
 // The normalization's scalars, taken from a NormConfig (see norm_config.h).
 struct NormScalars {
-  bool center = false;     // LayerNorm when true
-  float eps = 1e-5f;       // added to the mean square under the root
-  float scale = 1.0f;      // c / sqrt(hidden)
-  int64_t stat_len = 1;    // k = ceil(hidden * partial), in [1, hidden]
+  bool center = false;   // LayerNorm when true
+  float eps = 1e-5f;     // added to the mean square under the root
+  float scale = 1.0f;    // c / sqrt(hidden)
+  int64_t stat_len = 1;  // k = ceil(hidden * partial), in [1, hidden]
 };
 NormScalars MakeNormScalars(const NormConfig& config, int64_t hidden);
 
@@ -45,14 +45,14 @@ struct ForwardArgs {
   int64_t rows = 0;
   int64_t hidden = 0;  // 1 .. 65536 (larger works, on the streaming kernel)
   NormScalars norm;
-  const void* x = nullptr;        // required
-  const void* y = nullptr;        // residual branch; optional (= 0)
-  const void* weight = nullptr;   // [hidden]; optional (= 1)
-  const void* bias = nullptr;     // [hidden]; optional (= 0)
-  void* out = nullptr;            // required
-  void* residual_out = nullptr;   // p = x + y in residual_dtype; optional
-  float* mean = nullptr;          // [rows]; optional (0 for RMSNorm)
-  float* rstd = nullptr;          // [rows]; optional
+  const void* x = nullptr;       // required
+  const void* y = nullptr;       // residual branch; optional (= 0)
+  const void* weight = nullptr;  // [hidden]; optional (= 1)
+  const void* bias = nullptr;    // [hidden]; optional (= 0)
+  void* out = nullptr;           // required
+  void* residual_out = nullptr;  // p = x + y in residual_dtype; optional
+  float* mean = nullptr;         // [rows]; optional (0 for RMSNorm)
+  float* rstd = nullptr;         // [rows]; optional
 };
 
 cudaError_t LaunchForward(const ForwardArgs& args, cudaStream_t stream);
@@ -65,7 +65,7 @@ cudaError_t LaunchForward(const ForwardArgs& args, cudaStream_t stream);
 //
 // One descriptor per segment, in row order; PlanBackward fills them.
 struct SegmentPlan {
-  int64_t row_begin = 0;    // first row of the segment in the batch
+  int64_t row_begin = 0;  // first row of the segment in the batch
   int64_t rows = 0;
   int32_t chunk_begin = 0;  // first chunk (block) of the segment
   int32_t chunk_rows = 0;   // rows per chunk (the last may have fewer)
@@ -93,7 +93,7 @@ struct BackwardArgs {
   // segment of all rows, using the saved statistics when mean/rstd are set.
   const SegmentPlan* segments = nullptr;
   int num_segments = 1;
-  int total_chunks = 0;       // from PlanBackward (computed when segments is nullptr)
+  int total_chunks = 0;  // from PlanBackward (computed when segments is nullptr)
   // fp32 scratch of BackwardWorkspaceBytes(); required when grad_weight or
   // grad_bias is set.
   void* workspace = nullptr;
