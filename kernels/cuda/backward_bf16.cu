@@ -8,4 +8,8 @@ cudaError_t LaunchBackwardBF16(const BackwardArgs& args, cudaStream_t stream) {
   return LaunchBackwardTyped<__nv_bfloat16>(args, stream);
 }
 
+int BackwardBlocksPerSmBF16(const RowLayout& layout, int64_t hidden) {
+  return BackwardBlocksPerSm<__nv_bfloat16>(layout, hidden);
+}
+
 }  // namespace normserve::kernels::cuda

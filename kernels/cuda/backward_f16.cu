@@ -8,4 +8,8 @@ cudaError_t LaunchBackwardF16(const BackwardArgs& args, cudaStream_t stream) {
   return LaunchBackwardTyped<__half>(args, stream);
 }
 
+int BackwardBlocksPerSmF16(const RowLayout& layout, int64_t hidden) {
+  return BackwardBlocksPerSm<__half>(layout, hidden);
+}
+
 }  // namespace normserve::kernels::cuda

@@ -109,6 +109,47 @@ cudaError_t LaunchBackwardRows(const BackwardArgs& a, const RowLayout& layout, i
   });
 }
 
+// Blocks per SM of the layout's stage-one kernel, counted up to 2 (see
+// MaxBackwardChunks). Taken from the plain LayerNorm-with-bias instance (the
+// most registers) whatever the launch will run, so that a segment's chunk plan,
+// and with it its dw / db bits, never depends on its neighbours.
+template <typename T>
+int BackwardBlocksPerSm(const RowLayout& layout, int64_t hidden) {
+  int blocks = 0;
+  const cudaError_t err =
+      DispatchRowLayout<Pass::kBackward, T>(layout, [&](auto vec, auto iters) -> cudaError_t {
+        constexpr int kVec = decltype(vec)::value;
+        constexpr int kIters = decltype(iters)::value;
+        auto occupancy = [&](auto* kernel, size_t bytes) {
+          if (const cudaError_t e = AllowDynamicShared(kernel, bytes); e != cudaSuccess) return e;
+          return cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, layout.threads(),
+                                                               bytes);
+        };
+        if constexpr (kIters == 0) {
+          return occupancy(&BackwardStreamKernel<T, kVec>, 0);
+        } else if constexpr (kVec == 16 / sizeof(T) && kIters == 4) {
+          if (layout.ctas_per_row > 1) {
+            const int64_t len = LocalRowLength<kVec, kIters, kClusterCtas>(hidden, layout.tpr);
+            return occupancy(&BackwardStagedKernel<T, kVec, kIters, true, true, kClusterCtas>,
+                             StagedSharedBytes(layout.rows_per_cta, len, sizeof(T)));
+          }
+        }
+        if constexpr (kIters != 0) {
+          if constexpr (sizeof(T) == 2 && kVec == 8) {
+            return occupancy(&BackwardStagedKernel<T, kVec, kIters, true, true, 1>,
+                             StagedSharedBytes(layout.rows_per_cta, hidden, sizeof(T)));
+          } else {
+            constexpr bool kPlain = sizeof(T) == 4 && kVec != 1;
+            return occupancy(&BackwardKernel<T, kVec, kIters, kPlain, true>,
+                             2 * sizeof(float) * layout.rows_per_cta * hidden);
+          }
+        }
+        return cudaErrorInvalidConfiguration;
+      });
+  if (err != cudaSuccess || blocks < 1) return 2;
+  return blocks < 2 ? 1 : 2;
+}
+
 template <typename T>
 cudaError_t LaunchBackwardTyped(const BackwardArgs& in, cudaStream_t stream) {
   BackwardArgs a = in;
@@ -118,7 +159,7 @@ cudaError_t LaunchBackwardTyped(const BackwardArgs& in, cudaStream_t stream) {
   int64_t chunk_rows = 0;
   if (a.segments == nullptr) {
     a.num_segments = 1;
-    a.total_chunks = BackwardChunks(a.rows, layout, MaxChunksPerSegment());
+    a.total_chunks = BackwardChunks(a.rows, layout, MaxBackwardChunks(a.dtype, a.hidden, layout));
     chunk_rows = BackwardChunkRows(a.rows, a.total_chunks);
   }
   const bool partials = a.grad_weight != nullptr || a.grad_bias != nullptr;

@@ -29,8 +29,8 @@ namespace normserve::kernels {
 namespace {
 
 using cuda::BackwardArgs;
-using cuda::SegmentPlan;
 using cuda::ForwardArgs;
+using cuda::SegmentPlan;
 
 constexpr int kLanes = 2;
 constexpr size_t kRegionAlign = 256;
@@ -39,12 +39,12 @@ absl::Status CudaError(cudaError_t err, const char* what) {
   return absl::InternalError(absl::StrCat("CUDA ", what, ": ", cudaGetErrorString(err)));
 }
 
-#define NORMSERVE_CUDA_RETURN(call)                          \
-  do {                                                       \
-    const cudaError_t normserve_err = (call);                \
-    if (normserve_err != cudaSuccess) {                      \
-      return CudaError(normserve_err, #call);                \
-    }                                                        \
+#define NORMSERVE_CUDA_RETURN(call)           \
+  do {                                        \
+    const cudaError_t normserve_err = (call); \
+    if (normserve_err != cudaSuccess) {       \
+      return CudaError(normserve_err, #call); \
+    }                                         \
   } while (false)
 
 // Offsets of the tensors of one batch inside the staging buffers: inputs
@@ -164,7 +164,8 @@ class CudaBackend final : public Backend {
   absl::Status RunForward(const ForwardBatch& batch, Lane& lane) {
     const int64_t rows = TotalRows(batch);
     const size_t row_bytes = static_cast<size_t>(batch.hidden) * DTypeSize(batch.dtype);
-    const size_t res_row_bytes = static_cast<size_t>(batch.hidden) * DTypeSize(batch.residual_dtype);
+    const size_t res_row_bytes =
+        static_cast<size_t>(batch.hidden) * DTypeSize(batch.residual_dtype);
     const size_t weight_bytes = row_bytes;
     bool any_y = false, any_res = false, any_mean = false, any_rstd = false;
     for (const ForwardSegment& s : batch.segments) {
@@ -366,7 +367,8 @@ class CudaBackend final : public Backend {
       const BackwardSegment& s = batch.segments[i];
       std::memcpy(s.grad_in, host + dx_at + row * row_bytes, s.rows * row_bytes);
       if (s.grad_weight != nullptr) {
-        std::memcpy(s.grad_weight, host + dw_at + i * hidden * sizeof(float), hidden * sizeof(float));
+        std::memcpy(s.grad_weight, host + dw_at + i * hidden * sizeof(float),
+                    hidden * sizeof(float));
       }
       if (s.grad_bias != nullptr) {
         std::memcpy(s.grad_bias, host + db_at + i * hidden * sizeof(float), hidden * sizeof(float));
@@ -407,8 +409,8 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeCudaBackend(const CudaBackendOption
   }
   cudaDeviceProp prop;
   if (const cudaError_t err = cudaGetDeviceProperties(&prop, options.device); err != cudaSuccess) {
-    return absl::UnavailableError(absl::StrCat("CUDA device ", options.device, ": ",
-                                               cudaGetErrorString(err)));
+    return absl::UnavailableError(
+        absl::StrCat("CUDA device ", options.device, ": ", cudaGetErrorString(err)));
   }
   auto backend = std::make_unique<CudaBackend>(options.device, prop.name);
   if (absl::Status status = backend->Init(); !status.ok()) {

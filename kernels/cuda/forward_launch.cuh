@@ -24,7 +24,7 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
   // One row per block for row groups of 128 threads or more, and in launches
   // of fewer rows than SMs (more SMs busy, no idle row group in a block of one
   // row). Measured on the H100 (round8.md): bf16 add + RMSNorm 32768 x 4096
-  // 379.4 -> 373.7 us, fp32 64 x 4096 RMSNorm 6.9 -> 6.5 us. A row's bits
+  // 380.7 -> 373.9 us, fp32 64 x 4096 RMSNorm 6.9 -> 6.5 us. A row's bits
   // depend on tpr, never on rows_per_cta.
   if (layout.tpr >= 128 || 2 * a.rows <= max_chunks) layout.rows_per_cta = 1;
   const int64_t blocks = (a.rows + layout.rows_per_cta - 1) / layout.rows_per_cta;

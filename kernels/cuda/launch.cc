@@ -4,6 +4,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
+#include <mutex>
+#include <tuple>
 
 #include "row_layout.h"
 #include "typed_launch.h"
@@ -46,10 +49,39 @@ int MaxChunksPerSegment() {
   return chunks;
 }
 
+int MaxBackwardChunks(DType dtype, int64_t hidden, const RowLayout& layout) {
+  // Cached: the occupancy query looks up the kernel's attributes.
+  static std::mutex mutex;
+  static std::map<std::tuple<int, DType, int64_t, int>, int> cache;
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return MaxChunksPerSegment();
+  const auto key = std::make_tuple(device, dtype, hidden, layout.vec);
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (const auto it = cache.find(key); it != cache.end()) return it->second;
+  }
+  int blocks_per_sm = 2;
+  switch (dtype) {
+    case DType::kF32:
+      blocks_per_sm = BackwardBlocksPerSmF32(layout, hidden);
+      break;
+    case DType::kF16:
+      blocks_per_sm = BackwardBlocksPerSmF16(layout, hidden);
+      break;
+    case DType::kBF16:
+      blocks_per_sm = BackwardBlocksPerSmBF16(layout, hidden);
+      break;
+  }
+  const int chunks = MaxChunksPerSegment() / 2 * blocks_per_sm;
+  const std::lock_guard<std::mutex> lock(mutex);
+  cache.emplace(key, chunks);
+  return chunks;
+}
+
 int PlanBackward(DType dtype, int64_t hidden, bool aligned, SegmentPlan* segments,
                  int num_segments) {
   const RowLayout layout = ChooseRowLayout(Pass::kBackward, dtype, hidden, aligned);
-  const int max_chunks = MaxChunksPerSegment();
+  const int max_chunks = MaxBackwardChunks(dtype, hidden, layout);
   int64_t row = 0;
   int chunk = 0;
   for (int i = 0; i < num_segments; ++i) {

@@ -27,6 +27,7 @@
 
 #include "normserve/kernels/dtype.h"
 #include "normserve/kernels/norm_config.h"
+#include "row_layout.h"
 
 namespace normserve::kernels::cuda {
 
@@ -102,11 +103,18 @@ struct BackwardArgs {
 // Fills segments[i].row_begin / chunk_begin / chunk_rows for the given row
 // counts (segments[i].rows and has_stats set by the caller); returns the total
 // number of chunks. Same dtype, hidden and alignment as the launch; call it
-// with the launch's device current (a segment gets at most 2 blocks per SM).
+// with the launch's device current (a segment gets at most MaxBackwardChunks).
 int PlanBackward(DType dtype, int64_t hidden, bool aligned, SegmentPlan* segments,
                  int num_segments);
-// Most chunks one segment is cut into on the current device: 2 per SM.
+// 2 per SM of the current device: the most blocks per SM a launch plans for.
 int MaxChunksPerSegment();
+// Most chunks one backward segment of this layout is cut into: one wave, i.e.
+// the SMs times the stage-one blocks one SM holds (1 or 2). A second wave
+// re-ran every block's prologue and doubled the dw / db partials: where one
+// SM holds 1 block, one wave measured 4-12 % faster than two (bf16 LayerNorm
+// 4096 x 12288 158.8 -> 139.9 us, 8192 x 16384 368.7 -> 347.6 us;
+// bench/results/gpu-2026-11-24-round8.md).
+int MaxBackwardChunks(DType dtype, int64_t hidden, const RowLayout& layout);
 // Bytes of workspace a backward launch with total_chunks chunks needs.
 size_t BackwardWorkspaceBytes(int64_t hidden, int total_chunks);
 

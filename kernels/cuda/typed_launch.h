@@ -4,6 +4,7 @@
 #define NORMSERVE_KERNELS_CUDA_TYPED_LAUNCH_H_
 
 #include "launch.h"
+#include "row_layout.h"
 
 namespace normserve::kernels::cuda {
 
@@ -13,6 +14,9 @@ cudaError_t LaunchForwardBF16(const ForwardArgs& args, cudaStream_t stream);
 cudaError_t LaunchBackwardF32(const BackwardArgs& args, cudaStream_t stream);
 cudaError_t LaunchBackwardF16(const BackwardArgs& args, cudaStream_t stream);
 cudaError_t LaunchBackwardBF16(const BackwardArgs& args, cudaStream_t stream);
+int BackwardBlocksPerSmF32(const RowLayout& layout, int64_t hidden);
+int BackwardBlocksPerSmF16(const RowLayout& layout, int64_t hidden);
+int BackwardBlocksPerSmBF16(const RowLayout& layout, int64_t hidden);
 
 }  // namespace normserve::kernels::cuda
 
