@@ -44,41 +44,6 @@ inline size_t StagedSharedBytes(int rows_per_cta, int64_t row_len, size_t elem_s
          sizeof(float) * static_cast<size_t>(row_len);
 }
 
-// scale * w in shared memory as fp32, [row_len] floats. A 16-bit row's
-// vector of 8 covers 32 bytes of fp32, which a warp reading them as two 16-byte
-// halves at a 32-byte stride would take in twice the minimal wavefronts (bank
-// conflicts); so the first halves of all vectors come first, then the second
-// halves, and each half is read at a 16-byte stride.
-template <int VEC>
-struct ScaledWeightRow {
-  static constexpr bool kSplit = VEC == 8;
-  float* base;
-  int64_t row_len;
-  __device__ __forceinline__ void Store(int local, const float (&sw)[VEC]) const {
-    if constexpr (kSplit) {
-      float lo[4] = {sw[0], sw[1], sw[2], sw[3]}, hi[4] = {sw[4], sw[5], sw[6], sw[7]};
-      StoreFloats(base + local / 2, lo);
-      StoreFloats(base + row_len / 2 + local / 2, hi);
-    } else {
-      StoreFloats(base + local, sw);
-    }
-  }
-  __device__ __forceinline__ void Load(int local, float (&sw)[VEC]) const {
-    if constexpr (kSplit) {
-      float lo[4], hi[4];
-      LoadFloats(base + local / 2, lo);
-      LoadFloats(base + row_len / 2 + local / 2, hi);
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        sw[i] = lo[i];
-        sw[4 + i] = hi[i];
-      }
-    } else {
-      LoadFloats(base + local, sw);
-    }
-  }
-};
-
 // kDb: the launch wants grad_bias (LayerNorm with a bias); without it the db
 // registers are not spent. kCenter: LayerNorm.
 template <typename T, int VEC, int ITERS, bool kDb, bool kCenter, int kCtas = 1>
@@ -150,7 +115,7 @@ __global__ void __launch_bounds__(kMaxThreads)
   // Saved statistics are loaded one row ahead, into registers.
   float next_mean, next_rstd;
   saved_stats(row, next_mean, next_rstd);
-  const ScaledWeightRow<VEC> scaled_w{
+  const SharedFloatRow<VEC> scaled_w{
       reinterpret_cast<float*>(staged + StagedRowsBytes(rows_per_cta, len, sizeof(T))), len};
   if (group == 0) {
 #pragma unroll

@@ -83,25 +83,54 @@ __device__ __forceinline__ void RowStats(const float (&p)[ITERS][VEC], int tpr, 
       tpr, t, d, norm, scratch, mean, rstd);
 }
 
-// The fp32 row of a ForwardKernel thread: p = x + y held as fp32, or (kPacked:
-// a launch with neither y nor residual_out, 16-bit storage) x held as stored,
-// in half the registers, and p = x + 0.0f formed where used: the fused
-// kernels' bits (x + 0.0f turns -0 into +0), for one more add per use.
-template <typename T, int VEC, int ITERS, bool kPacked>
+// Where a ForwardKernel thread keeps its vectors of the row between the
+// statistics and the output:
+//  - kFloats: p = x + y as fp32 registers;
+//  - kPacked (a launch with neither y nor residual_out, 16-bit storage): x as
+//    stored, in half the registers, and p = x + 0.0f formed where used: the
+//    fused kernels' bits (x + 0.0f turns -0 into +0), one more add per use;
+//  - kShared (fused 16-bit launches, not latency-bound: forward_launch.cuh):
+//    p as fp32 in shared memory (SharedFloatRow, each thread its own vectors,
+//    so no barrier), which frees the row's registers for more rows in flight.
+enum class RowStorage { kFloats, kPacked, kShared };
+
+template <typename T, int VEC, int ITERS, RowStorage kRow>
 struct ForwardRow {
   float p[ITERS][VEC];
+  __device__ __forceinline__ void Set(int it, const float (&v)[VEC]) {
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) p[it][i] = v[i];
+  }
   __device__ __forceinline__ void Get(int it, float (&v)[VEC]) const {
 #pragma unroll
     for (int i = 0; i < VEC; ++i) v[i] = p[it][i];
   }
 };
 template <typename T, int VEC, int ITERS>
-struct ForwardRow<T, VEC, ITERS, true> {
+struct ForwardRow<T, VEC, ITERS, RowStorage::kPacked> {
   Vec<T, VEC> raw[ITERS];
   __device__ __forceinline__ void Get(int it, float (&v)[VEC]) const {
     UnpackFloats(raw[it], v);
 #pragma unroll
     for (int i = 0; i < VEC; ++i) v[i] += 0.0f;
+  }
+};
+template <typename T, int VEC, int ITERS>
+struct ForwardRow<T, VEC, ITERS, RowStorage::kShared> {
+  SharedFloatRow<VEC> row;  // the group's row
+  int tpr, t, d;
+  __device__ __forceinline__ void Set(int it, const float (&v)[VEC]) {
+    const int col = (it * tpr + t) * VEC;
+    if (col < d) row.Store(col, v);
+  }
+  __device__ __forceinline__ void Get(int it, float (&v)[VEC]) const {
+    const int col = (it * tpr + t) * VEC;
+    if (col < d) {
+      row.Load(col, v);
+    } else {
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) v[i] = 0.0f;
+    }
   }
 };
 
@@ -112,12 +141,17 @@ struct ForwardRow<T, VEC, ITERS, true> {
 // makes one memory round trip instead of two. Each thread copies and reads
 // back only its own columns, so no barrier is needed. The arithmetic is the
 // same either way, so a row's bits do not depend on it. kCenter: LayerNorm.
-// kPacked: see ForwardRow (same bits as the fp32 row).
-template <typename T, int VEC, int ITERS, bool kPreload, bool kCenter, bool kPacked>
+// kRow: see ForwardRow (the same bits whichever holds the row).
+template <typename T, int VEC, int ITERS, bool kPreload, bool kCenter, RowStorage kRow>
 __global__ void __launch_bounds__(kMaxThreads)
     ForwardKernel(const ForwardArgs a, const int tpr, const int rows_per_cta) {
-  static_assert(!kPacked || sizeof(T) * VEC == 16, "packed rows are 16-byte vectors of 16 bits");
-  // kPreload: [rows_per_cta][weight, bias][hidden] as stored.
+  constexpr bool kPacked = kRow == RowStorage::kPacked;
+  static_assert(kRow == RowStorage::kFloats || sizeof(T) * VEC == 16,
+                "packed and shared rows are 16-byte vectors");
+  static_assert(!kPacked || sizeof(T) == 2, "packed rows are 16-bit");
+  static_assert(!kPreload || kRow != RowStorage::kShared, "one use of the dynamic shared memory");
+  // kPreload: [rows_per_cta][weight, bias][hidden] as stored; kShared:
+  // [rows_per_cta][hidden] fp32 rows.
   extern __shared__ __align__(16) unsigned char preloaded[];
   __shared__ float scratch_buffers[GroupScratch::kFloats];
   GroupScratch scratch{scratch_buffers};
@@ -131,7 +165,13 @@ __global__ void __launch_bounds__(kMaxThreads)
   const T* y = static_cast<const T*>(a.y) + base;
   const bool residual_f32 = a.residual_dtype == DType::kF32;
 
-  ForwardRow<T, VEC, ITERS, kPacked> p;
+  ForwardRow<T, VEC, ITERS, kRow> p;
+  if constexpr (kRow == RowStorage::kShared) {
+    p.row = {reinterpret_cast<float*>(preloaded) + static_cast<int64_t>(group) * d, d};
+    p.tpr = tpr;
+    p.t = t;
+    p.d = d;
+  }
 #pragma unroll
   for (int it = 0; it < ITERS; ++it) {
     const int col = (it * tpr + t) * VEC;
@@ -139,16 +179,17 @@ __global__ void __launch_bounds__(kMaxThreads)
       p.raw[it] = Vec<T, VEC>{};
       if (live && col < d) p.raw[it] = *reinterpret_cast<const Vec<T, VEC>*>(x + col);
     } else {
-      float yv[VEC] = {};
+      float v[VEC], yv[VEC] = {};
       if (live && col < d) {
-        LoadFloats(x + col, p.p[it]);
+        LoadFloats(x + col, v);
         if (a.y != nullptr) LoadFloats(y + col, yv);
       } else {
 #pragma unroll
-        for (int i = 0; i < VEC; ++i) p.p[it][i] = 0.0f;
+        for (int i = 0; i < VEC; ++i) v[i] = 0.0f;
       }
 #pragma unroll
-      for (int i = 0; i < VEC; ++i) p.p[it][i] += yv[i];
+      for (int i = 0; i < VEC; ++i) v[i] += yv[i];
+      p.Set(it, v);
     }
   }
 

@@ -60,28 +60,37 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
   // saved no registers (99 -> 107) and measured slower (4096 x 20000).
   constexpr bool kPackable = sizeof(T) == 2 && kWide && kIters <= 4;
   const bool packed = kPackable && a.y == nullptr && a.residual_out == nullptr;
-  auto* kernel = &ForwardKernel<T, kVec, kIters, false, kCenter, false>;
+  // Fused 16-bit launches that are not latency-bound keep p in shared memory
+  // (ForwardRow): 78 -> 40 registers at 4 vectors, so more rows are in flight
+  // per SM. Measured on the H100 (round8.md), bf16 add + RMSNorm: 32768 x 4096
+  // 373.9 -> 367.1 us, 16384 x 8192 378.0 -> 364.7 us, 4096 x 5000 69.8 ->
+  // 63.7 us; slower in latency-bound launches (1 x 4096 6.8 -> 7.1 us) and
+  // for fp32 rows (32768 x 4096 725.6 -> 735.5 us), which keep registers.
+  const bool shared_row = sizeof(T) == 2 && kWide && a.y != nullptr && !latency_bound;
+  auto* kernel = &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kFloats>;
   if constexpr (kWide) {
+    if (preload) kernel = &ForwardKernel<T, kVec, kIters, true, kCenter, RowStorage::kFloats>;
+    if constexpr (sizeof(T) == 2) {
+      if (shared_row) kernel = &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kShared>;
+    }
     if constexpr (kPackable) {
       if (packed) {
-        kernel = preload ? &ForwardKernel<T, kVec, kIters, true, kCenter, true>
-                         : &ForwardKernel<T, kVec, kIters, false, kCenter, true>;
-      } else if (preload) {
-        kernel = &ForwardKernel<T, kVec, kIters, true, kCenter, false>;
+        kernel = preload ? &ForwardKernel<T, kVec, kIters, true, kCenter, RowStorage::kPacked>
+                         : &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kPacked>;
       }
-    } else if (preload) {
-      kernel = &ForwardKernel<T, kVec, kIters, true, kCenter, false>;
     }
   }
-  size_t preload_bytes = 0;
-  if (preload) {
-    preload_bytes =
-        2 * sizeof(T) * static_cast<size_t>(layout.rows_per_cta) * static_cast<size_t>(a.hidden);
-    if (const cudaError_t err = AllowDynamicShared(kernel, preload_bytes); err != cudaSuccess) {
+  const size_t rows = static_cast<size_t>(layout.rows_per_cta);
+  const size_t hidden = static_cast<size_t>(a.hidden);
+  const size_t shared_bytes = preload      ? 2 * sizeof(T) * rows * hidden
+                              : shared_row ? sizeof(float) * rows * hidden
+                                           : 0;
+  if (shared_bytes > 0) {
+    if (const cudaError_t err = AllowDynamicShared(kernel, shared_bytes); err != cudaSuccess) {
       return err;
     }
   }
-  kernel<<<static_cast<unsigned>(blocks), layout.threads(), preload_bytes, stream>>>(
+  kernel<<<static_cast<unsigned>(blocks), layout.threads(), shared_bytes, stream>>>(
       a, layout.tpr, layout.rows_per_cta);
   return cudaGetLastError();
 }

@@ -105,6 +105,43 @@ __device__ __forceinline__ void StoreFloatsEither(void* base, int64_t index, boo
   }
 }
 
+// A row of fp32 vectors in shared memory, [row_len] floats, each thread
+// storing and loading its own vectors at `local` (a multiple of VEC). A
+// 16-bit row's vector of 8 covers 32 bytes of fp32, which a warp accessing
+// them as two 16-byte halves at a 32-byte stride would take in twice the
+// minimal wavefronts (bank conflicts); so the first halves of all vectors
+// come first, then the second halves, each accessed at a 16-byte stride
+// (ncu, bench/results/gpu-2026-11-24-round8.md).
+template <int VEC>
+struct SharedFloatRow {
+  static constexpr bool kSplit = VEC == 8;
+  float* base;
+  int64_t row_len;
+  __device__ __forceinline__ void Store(int local, const float (&v)[VEC]) const {
+    if constexpr (kSplit) {
+      const float lo[4] = {v[0], v[1], v[2], v[3]}, hi[4] = {v[4], v[5], v[6], v[7]};
+      StoreFloats(base + local / 2, lo);
+      StoreFloats(base + row_len / 2 + local / 2, hi);
+    } else {
+      StoreFloats(base + local, v);
+    }
+  }
+  __device__ __forceinline__ void Load(int local, float (&v)[VEC]) const {
+    if constexpr (kSplit) {
+      float lo[4], hi[4];
+      LoadFloats(base + local / 2, lo);
+      LoadFloats(base + row_len / 2 + local / 2, hi);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        v[i] = lo[i];
+        v[4 + i] = hi[i];
+      }
+    } else {
+      LoadFloats(base + local, v);
+    }
+  }
+};
+
 // Largest block the kernels launch, in warps: sizes the reduction scratch.
 inline constexpr int kMaxWarps = 16;
 // Most values one GroupSum call reduces.
