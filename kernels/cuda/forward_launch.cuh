@@ -29,14 +29,15 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
   if (layout.tpr >= 128 || 2 * a.rows <= max_chunks) layout.rows_per_cta = 1;
   const int64_t blocks = (a.rows + layout.rows_per_cta - 1) / layout.rows_per_cta;
   constexpr bool kWide = kVec * sizeof(T) == 16;
-  // Fused residual on 16-bit rows of 15361-32768 elements: the staged kernel,
-  // over at most 2 blocks per SM. Measured on the H100 (round4.md): add +
-  // RMSNorm 8192 x 16384 435 -> 400 us, while plain RMSNorm / LayerNorm lost
-  // (204 -> 223, 214 -> 292 us) and keep the register kernel (round 5: at
-  // 10000 / 12288 the register kernel is faster too). Its bits equal the
-  // register kernel's (DeterminismTest mixes the two).
-  if constexpr (sizeof(T) == 2 && kWide && kIters >= 4) {
-    if (a.y != nullptr && a.hidden > 15360) {
+  // Fused residual on 16-bit rows of 16385-32768 elements (8 vectors per
+  // thread): the staged kernel, over at most 2 blocks per SM. Measured on the
+  // H100: add + RMSNorm 4096 x 20000 274.6 -> 258.5 us against the register
+  // kernel with p in shared memory (round8.md), which wins up to 16384 (8192 x
+  // 16384 388 -> 364.6 us). Plain RMSNorm / LayerNorm staged lost (round4.md:
+  // 204 -> 223, 214 -> 292 us). Its bits equal the register kernel's
+  // (DeterminismTest mixes the two).
+  if constexpr (sizeof(T) == 2 && kWide && kIters >= 8) {
+    if (a.y != nullptr) {
       auto* staged = &ForwardStagedKernel<T, kVec, kIters, kCenter>;
       const size_t bytes = ForwardStagedSharedBytes(layout, a.hidden, sizeof(T));
       if (const cudaError_t err = AllowDynamicShared(staged, bytes); err != cudaSuccess) {

@@ -1,5 +1,6 @@
 // The fused residual forward (p = x + y) for 16-bit rows too long to keep
-// enough of them in flight from registers (more than 15360 elements):
+// enough of them in flight in one block per row (more than 16384 elements, 8
+// vectors per thread; forward_launch.cuh):
 // persistent blocks walk a chunk of rows, and each thread copies its own
 // vectors of the next row's x and y into shared memory with cp.async while the
 // current row is reduced and written, reading back only those bytes, so the
