@@ -18,6 +18,16 @@ __device__ __forceinline__ void CpAsync16(void* dst, const void* src, bool valid
                : "memory");
 }
 
+// The shared-memory address of a generic pointer into shared memory.
+__device__ __forceinline__ unsigned SharedAddress(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+// CpAsync16 to a shared-memory address (SharedAddress), always copying.
+__device__ __forceinline__ void CpAsync16Shared(unsigned dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
+}
+
 // Closes the thread's copies issued since the last commit into one group.
 __device__ __forceinline__ void CpAsyncCommit() {
   asm volatile("cp.async.commit_group;\n" ::: "memory");

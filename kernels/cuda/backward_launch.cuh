@@ -11,48 +11,72 @@
 
 namespace normserve::kernels::cuda {
 
-// A layout with ctas_per_row > 1: BackwardKernel launched as clusters of that
-// many blocks, one per chunk.
-template <typename T, int VEC, int ITERS, bool kCenter>
-cudaError_t LaunchClusterBackward(const BackwardArgs& a, const RowLayout& layout,
-                                  int64_t chunk_rows, bool partials, cudaStream_t stream) {
-  constexpr int kCtas = kClusterCtas;
-  // Only the generic instance: plain rows are staged.
-  auto* kernel = &BackwardKernel<T, VEC, ITERS, false, kCenter, kCtas>;
-  const size_t acc_bytes =
-      partials ? 2 * sizeof(float) * LocalRowLength<VEC, ITERS, kCtas>(a.hidden, layout.tpr) : 0;
-  if (const cudaError_t err = AllowDynamicShared(kernel, acc_bytes); err != cudaSuccess) {
-    return err;
-  }
-  return LaunchClusters(kernel, static_cast<unsigned>(a.total_chunks), kCtas,
-                        static_cast<unsigned>(layout.threads()), acc_bytes, stream, a, layout.tpr,
-                        layout.rows_per_cta, chunk_rows);
-}
+// Stage one's kernel instance for a layout (register kernels: iters > 0),
+// its dynamic shared memory, and the blocks of a cluster it is launched in.
+// The one place that maps a layout and a launch's kind to an instance: the
+// launch and the occupancy query behind the chunk plan both use it.
+struct StageOne {
+  void (*kernel)(BackwardArgs, int, int, int64_t) = nullptr;  // nullptr: no instance
+  size_t shared_bytes = 0;
+  int cluster_ctas = 1;
+};
 
-// Plain rows of full vectors, staged (BackwardStagedKernel), one block (kCtas
-// 1) or cluster per chunk. Measured on the H100: 16-bit rows faster staged,
-// fp32 rows of one block on the register kernel (round4.md); rows split over
-// a cluster faster staged in both (round7.md: fp32 8192 x 16384 RMSNorm
-// 686 -> 629 us, LayerNorm 716 -> 657 us; bf16 4096 x 20000 361 -> 280 us,
-// 430 -> 330 us).
-template <typename T, int VEC, int ITERS, bool kCenter, int kCtas>
-cudaError_t LaunchStagedBackward(const BackwardArgs& a, const RowLayout& layout, int64_t chunk_rows,
-                                 cudaStream_t stream) {
-  auto* kernel = a.grad_bias != nullptr
-                     ? &BackwardStagedKernel<T, VEC, ITERS, true, kCenter, kCtas>
-                     : &BackwardStagedKernel<T, VEC, ITERS, false, kCenter, kCtas>;
-  const size_t bytes = StagedSharedBytes(
-      layout.rows_per_cta, LocalRowLength<VEC, ITERS, kCtas>(a.hidden, layout.tpr), sizeof(T));
-  if (const cudaError_t err = AllowDynamicShared(kernel, bytes); err != cudaSuccess) return err;
-  if constexpr (kCtas == 1) {
-    kernel<<<a.total_chunks, layout.threads(), bytes, stream>>>(a, layout.tpr, layout.rows_per_cta,
-                                                                chunk_rows);
-    return cudaGetLastError();
-  } else {
-    return LaunchClusters(kernel, static_cast<unsigned>(a.total_chunks), kCtas,
-                          static_cast<unsigned>(layout.threads()), bytes, stream, a, layout.tpr,
-                          layout.rows_per_cta, chunk_rows);
+// plain: no y and no grad_residual_out. db: grad_bias is wanted. full: see
+// FullRow. partials: dw or db is wanted.
+// Measured on the H100: plain 16-bit rows faster staged, fp32 rows of one
+// block on the register kernel (round4.md); rows split over a cluster faster
+// staged in both (round7.md: fp32 8192 x 16384 RMSNorm 686 -> 629 us,
+// LayerNorm 716 -> 657 us; bf16 4096 x 20000 361 -> 280 us, 430 -> 330 us);
+// staged full rows without bounds tests (round9.md: the LayerNorm-with-bias
+// instance at 4 vectors no longer spills, bf16 8192 x 16384 347.5 ->
+// 309.9 us).
+template <typename T, int VEC, int ITERS, bool kCenter>
+StageOne ChooseStageOne(const RowLayout& layout, int64_t hidden, bool plain, bool db, bool full,
+                        bool partials) {
+  StageOne s;
+  auto staged = [&](auto ctas) {
+    constexpr int kCtas = decltype(ctas)::value;
+    s.cluster_ctas = kCtas;
+    s.shared_bytes = StagedSharedBytes(
+        layout.rows_per_cta, LocalRowLength<VEC, ITERS, kCtas>(hidden, layout.tpr), sizeof(T));
+    if (full) {
+      s.kernel = db ? &BackwardStagedKernel<T, VEC, ITERS, true, kCenter, kCtas, true>
+                    : &BackwardStagedKernel<T, VEC, ITERS, false, kCenter, kCtas, true>;
+    } else {
+      s.kernel = db ? &BackwardStagedKernel<T, VEC, ITERS, true, kCenter, kCtas>
+                    : &BackwardStagedKernel<T, VEC, ITERS, false, kCenter, kCtas>;
+    }
+    return s;
+  };
+  if (layout.ctas_per_row > 1) {
+    // ChooseRowLayout splits only rows of full vectors, four per thread, into
+    // clusters of kClusterCtas blocks holding one row each.
+    if constexpr (VEC == 16 / sizeof(T) && ITERS == 4) {
+      if (layout.ctas_per_row != kClusterCtas || layout.rows_per_cta != 1) return s;
+      if (plain) return staged(IntConst<kClusterCtas>{});
+      // Fused rows: only the generic instance. dw / db accumulators:
+      // [2][block's columns] fp32.
+      s.cluster_ctas = kClusterCtas;
+      s.kernel = &BackwardKernel<T, VEC, ITERS, false, kCenter, kClusterCtas>;
+      s.shared_bytes = partials ? 2 * sizeof(float) *
+                                      LocalRowLength<VEC, ITERS, kClusterCtas>(hidden, layout.tpr)
+                                : 0;
+    }
+    return s;
   }
+  if constexpr (sizeof(T) == 2 && VEC == 8) {
+    if (plain) return staged(IntConst<1>{});
+  }
+  // The specialised "plain" instance (no y, no grad_residual_out) exists for
+  // fp32 full-width vectors only (16-bit ones are staged), to keep the
+  // instance count down. dw / db accumulators: [2][rows_per_cta][hidden] fp32.
+  s.kernel = &BackwardKernel<T, VEC, ITERS, false, kCenter>;
+  if constexpr (sizeof(T) == 4 && VEC != 1) {
+    if (plain) s.kernel = &BackwardKernel<T, VEC, ITERS, true, kCenter>;
+  }
+  s.shared_bytes =
+      partials ? 2 * sizeof(float) * static_cast<size_t>(layout.rows_per_cta) * hidden : 0;
+  return s;
 }
 
 // Stage one for the layout's instance; kCenter: LayerNorm.
@@ -64,55 +88,34 @@ cudaError_t LaunchBackwardRows(const BackwardArgs& a, const RowLayout& layout, i
     constexpr int kIters = decltype(iters)::value;
     if constexpr (kIters == 0) {
       BackwardStreamKernel<T, kVec><<<a.total_chunks, kMaxThreads, 0, stream>>>(a, chunk_rows);
+      return cudaGetLastError();
     } else {
       const bool plain = a.y == nullptr && a.grad_residual_out == nullptr;
-      constexpr bool kStageable = sizeof(T) == 2 && kVec == 8;
-      if (layout.ctas_per_row > 1) {
-        // ChooseRowLayout splits only rows of full vectors, four per thread,
-        // into clusters of kClusterCtas blocks holding one row each.
-        constexpr bool kSplit = kVec == 16 / sizeof(T) && kIters == 4;
-        if (layout.ctas_per_row != kClusterCtas || layout.rows_per_cta != 1) {
-          return cudaErrorInvalidConfiguration;
-        }
-        if constexpr (kSplit) {
-          if (plain) {
-            return LaunchStagedBackward<T, kVec, kIters, kCenter, kClusterCtas>(a, layout,
-                                                                                chunk_rows, stream);
-          }
-          return LaunchClusterBackward<T, kVec, kIters, kCenter>(a, layout, chunk_rows, partials,
-                                                                 stream);
-        } else {
-          return cudaErrorInvalidConfiguration;
-        }
-      }
-      if constexpr (kStageable) {
-        if (plain) {
-          return LaunchStagedBackward<T, kVec, kIters, kCenter, 1>(a, layout, chunk_rows, stream);
-        }
-      }
-      // dw / db accumulators: [2][rows_per_cta][hidden] fp32.
-      const size_t acc_bytes = partials ? 2 * sizeof(float) * layout.rows_per_cta * a.hidden : 0;
-      // The specialised "plain" instance (no y, no grad_residual_out) exists
-      // for fp32 full-width vectors only (16-bit ones are staged), to keep
-      // the instance count down.
-      auto* kernel = &BackwardKernel<T, kVec, kIters, false, kCenter>;
-      if constexpr (sizeof(T) == 4 && kVec != 1) {
-        if (plain) kernel = &BackwardKernel<T, kVec, kIters, true, kCenter>;
-      }
-      if (const cudaError_t err = AllowDynamicShared(kernel, acc_bytes); err != cudaSuccess) {
+      const StageOne s = ChooseStageOne<T, kVec, kIters, kCenter>(
+          layout, a.hidden, plain, a.grad_bias != nullptr,
+          FullRow(layout, a.hidden, a.norm.stat_len), partials);
+      if (s.kernel == nullptr) return cudaErrorInvalidConfiguration;
+      if (const cudaError_t err = AllowDynamicShared(s.kernel, s.shared_bytes);
+          err != cudaSuccess) {
         return err;
       }
-      kernel<<<a.total_chunks, layout.threads(), acc_bytes, stream>>>(
+      if (s.cluster_ctas > 1) {
+        return LaunchClusters(s.kernel, static_cast<unsigned>(a.total_chunks), s.cluster_ctas,
+                              static_cast<unsigned>(layout.threads()), s.shared_bytes, stream, a,
+                              layout.tpr, layout.rows_per_cta, chunk_rows);
+      }
+      s.kernel<<<a.total_chunks, layout.threads(), s.shared_bytes, stream>>>(
           a, layout.tpr, layout.rows_per_cta, chunk_rows);
+      return cudaGetLastError();
     }
-    return cudaGetLastError();
   });
 }
 
 // Blocks per SM of the layout's stage-one kernel, counted up to 2 (see
-// MaxBackwardChunks). Taken from the plain LayerNorm-with-bias instance (the
-// most registers) whatever the launch will run, so that a segment's chunk plan,
-// and with it its dw / db bits, never depends on its neighbours.
+// MaxBackwardChunks). Taken from the plain LayerNorm-with-bias instance with
+// bounds tests (the most registers) whatever the launch will run, so that a
+// segment's chunk plan, and with it its dw / db bits, never depends on its
+// neighbours or on the statistic's length.
 template <typename T>
 int BackwardBlocksPerSm(const RowLayout& layout, int64_t hidden) {
   int blocks = 0;
@@ -127,24 +130,12 @@ int BackwardBlocksPerSm(const RowLayout& layout, int64_t hidden) {
         };
         if constexpr (kIters == 0) {
           return occupancy(&BackwardStreamKernel<T, kVec>, 0);
-        } else if constexpr (kVec == 16 / sizeof(T) && kIters == 4) {
-          if (layout.ctas_per_row > 1) {
-            const int64_t len = LocalRowLength<kVec, kIters, kClusterCtas>(hidden, layout.tpr);
-            return occupancy(&BackwardStagedKernel<T, kVec, kIters, true, true, kClusterCtas>,
-                             StagedSharedBytes(layout.rows_per_cta, len, sizeof(T)));
-          }
+        } else {
+          const StageOne s = ChooseStageOne<T, kVec, kIters, true>(
+              layout, hidden, /*plain=*/true, /*db=*/true, /*full=*/false, /*partials=*/true);
+          if (s.kernel == nullptr) return cudaErrorInvalidConfiguration;
+          return occupancy(s.kernel, s.shared_bytes);
         }
-        if constexpr (kIters != 0) {
-          if constexpr (sizeof(T) == 2 && kVec == 8) {
-            return occupancy(&BackwardStagedKernel<T, kVec, kIters, true, true, 1>,
-                             StagedSharedBytes(layout.rows_per_cta, hidden, sizeof(T)));
-          } else {
-            constexpr bool kPlain = sizeof(T) == 4 && kVec != 1;
-            return occupancy(&BackwardKernel<T, kVec, kIters, kPlain, true>,
-                             2 * sizeof(float) * layout.rows_per_cta * hidden);
-          }
-        }
-        return cudaErrorInvalidConfiguration;
       });
   if (err != cudaSuccess || blocks < 1) return 2;
   return blocks < 2 ? 1 : 2;

@@ -45,8 +45,11 @@ inline size_t StagedSharedBytes(int rows_per_cta, int64_t row_len, size_t elem_s
 }
 
 // kDb: the launch wants grad_bias (LayerNorm with a bias); without it the db
-// registers are not spent. kCenter: LayerNorm.
-template <typename T, int VEC, int ITERS, bool kDb, bool kCenter, int kCtas = 1>
+// registers are not spent. kCenter: LayerNorm. kFull: every vector lies
+// inside the row and the statistic (FullRow), so no bounds test is compiled:
+// the same arithmetic, and registers to spare (the LayerNorm-with-bias
+// instance at 4 vectors spilled 96 bytes with the tests).
+template <typename T, int VEC, int ITERS, bool kDb, bool kCenter, int kCtas = 1, bool kFull = false>
 __global__ void __launch_bounds__(kMaxThreads)
     BackwardStagedKernel(const BackwardArgs a, const int tpr, const int rows_per_cta,
                          const int64_t chunk_rows) {
@@ -80,7 +83,7 @@ __global__ void __launch_bounds__(kMaxThreads)
     for (int it = 0; it < ITERS; ++it) {
       const int col = (it * tpr + t) * VEC;
       const int local = LocalColumn<VEC, kCtas>(it, tpr, t);
-      if (col < d) {
+      if (kFull || col < d) {
         CpAsync16(slot(s, 0) + local, x + base + col, live);
         CpAsync16(slot(s, 1) + local, dy + base + col, live);
       }
@@ -100,7 +103,7 @@ __global__ void __launch_bounds__(kMaxThreads)
   // not depend on it (see BackwardRow).
   auto load = [&](int s, int which, int it, float(&v)[VEC]) {
     const int col = (it * tpr + t) * VEC;
-    if (col < d) {
+    if (kFull || col < d) {
       LoadFloats(slot(s, which) + LocalColumn<VEC, kCtas>(it, tpr, t), v);
     } else {
 #pragma unroll
@@ -142,8 +145,8 @@ __global__ void __launch_bounds__(kMaxThreads)
     CpAsyncWait<kStagedRows - 1>();  // this row's copies have landed
 
     if (!c.has_stats) {
-      RowStatsOf<kCenter, VEC, ITERS>([&](int it, float(&v)[VEC]) { load(s, 0, it, v); }, tpr, t, d,
-                                      a.norm, scratch, mean, rstd);
+      RowStatsOf<kCenter, VEC, ITERS, kFull>([&](int it, float(&v)[VEC]) { load(s, 0, it, v); },
+                                             tpr, t, d, a.norm, scratch, mean, rstd);
     }
     const float neg_mean = NegatedOrPlusZero(mean);
     // Vector `it`'s r and dr (and dy in g).
@@ -153,7 +156,7 @@ __global__ void __launch_bounds__(kMaxThreads)
       load(s, 0, it, r);
       load(s, 1, it, g);
       // padding: the block's first column's (dy is 0 there)
-      scaled_w.Load(col < d ? LocalColumn<VEC, kCtas>(it, tpr, t) : 0, sw);
+      scaled_w.Load(kFull || col < d ? LocalColumn<VEC, kCtas>(it, tpr, t) : 0, sw);
 #pragma unroll
       for (int i = 0; i < VEC; ++i) {
         r[i] = PlainR<kCenter>(r[i], neg_mean, rstd);
@@ -165,16 +168,16 @@ __global__ void __launch_bounds__(kMaxThreads)
     for (int it = 0; it < ITERS; ++it) {
       float r[VEC], g[VEC], dr[VEC];
       r_dr(it, r, g, dr);
-      AddDqSums<kCenter>(r, dr, (it * tpr + t) * VEC, k, sums);
+      AddDqSums<kCenter>(r, dr, kFull ? 0 : (it * tpr + t) * VEC, kFull ? VEC : k, sums);
     }
     const DqScalars dq = ReduceDqScalars<kCenter>(a, sums, rstd, tpr, scratch);
 #pragma unroll
     for (int it = 0; it < ITERS; ++it) {
       const int col = (it * tpr + t) * VEC;
-      if (live && col < d) {
+      if (live && (kFull || col < d)) {
         float r[VEC], g[VEC], dr[VEC], dx[VEC];
         r_dr(it, r, g, dr);
-        PlainDxOf<kCenter>(r, dr, col, k, rstd, dq, dx);
+        PlainDxOf<kCenter>(r, dr, kFull ? 0 : col, kFull ? VEC : k, rstd, dq, dx);
 #pragma unroll
         for (int i = 0; i < VEC; ++i) {
           dw[it][i] += g[i] * r[i];

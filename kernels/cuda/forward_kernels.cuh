@@ -8,6 +8,8 @@
 #ifndef NORMSERVE_KERNELS_CUDA_FORWARD_KERNELS_CUH_
 #define NORMSERVE_KERNELS_CUDA_FORWARD_KERNELS_CUH_
 
+#include <type_traits>
+
 #include "async_copy.cuh"
 #include "launch.h"
 #include "row_layout.h"
@@ -39,10 +41,16 @@ __device__ __forceinline__ void AddSquaresBelow(const float (&q)[VEC], int col, 
 // forms them the same way, so the statistics' bits depend on the row alone.
 // kCenter (LayerNorm) subtracts the mean; RMSNorm's mean is the constant 0,
 // and p - 0.0f is p exactly, so the compiler drops it without changing a bit.
-template <bool kCenter, int VEC, int ITERS, typename Load, typename Scratch>
+// kFull: every vector of every thread lies inside the row and the statistic
+// (hidden = ITERS * tpr * VEC, k = hidden), so no test is compiled.
+template <bool kCenter, int VEC, int ITERS, bool kFull = false, typename Load, typename Scratch>
 __device__ __forceinline__ void RowStatsOf(Load load, int tpr, int t, int d,
                                            const NormScalars& norm, Scratch& scratch, float& mean,
                                            float& rstd) {
+  // The sums are scaled by multiplications with the reciprocals of
+  // NormScalars and the root is one correctly rounded rsqrt: no IEEE
+  // division or square root on the latency-bound path of small launches.
+  const int k = static_cast<int>(norm.stat_len);
   mean = 0.0f;
   if constexpr (kCenter) {
     float sum[1] = {0.0f};
@@ -54,9 +62,8 @@ __device__ __forceinline__ void RowStatsOf(Load load, int tpr, int t, int d,
       for (int i = 0; i < VEC; ++i) sum[0] += p[i];
     }
     GroupSum(sum, tpr, scratch);
-    mean = sum[0] / static_cast<float>(d);
+    mean = __fmul_rn(sum[0], norm.inv_hidden);
   }
-  const int k = static_cast<int>(norm.stat_len);
   float sum_sq[1] = {0.0f};
 #pragma unroll
   for (int it = 0; it < ITERS; ++it) {
@@ -64,10 +71,10 @@ __device__ __forceinline__ void RowStatsOf(Load load, int tpr, int t, int d,
     load(it, q);
 #pragma unroll
     for (int i = 0; i < VEC; ++i) q[i] -= mean;
-    AddSquaresBelow(q, (it * tpr + t) * VEC, k, sum_sq[0]);
+    AddSquaresBelow(q, kFull ? 0 : (it * tpr + t) * VEC, kFull ? VEC : k, sum_sq[0]);
   }
   GroupSum(sum_sq, tpr, scratch);
-  rstd = 1.0f / sqrtf(sum_sq[0] / static_cast<float>(k) + norm.eps);
+  rstd = rsqrtf(__fmaf_rn(sum_sq[0], norm.inv_stat_len, norm.eps));
 }
 
 // Row statistics from the fp32 row held in registers (padding holds zeros).
@@ -106,6 +113,8 @@ struct ForwardRow {
     for (int i = 0; i < VEC; ++i) v[i] = p[it][i];
   }
 };
+// (Held as Vec: as one 16-byte word per vector, the compiler kept the
+// converted row live between LayerNorm's passes, 59 -> 104 registers.)
 template <typename T, int VEC, int ITERS>
 struct ForwardRow<T, VEC, ITERS, RowStorage::kPacked> {
   Vec<T, VEC> raw[ITERS];
@@ -134,6 +143,21 @@ struct ForwardRow<T, VEC, ITERS, RowStorage::kShared> {
   }
 };
 
+// VEC values of a per-column parameter (weight, bias) at col as fp32, or
+// `fill` when the parameter is absent. kReadOnly: a global-memory parameter
+// read through the read-only path (see the output loop of ForwardKernel).
+template <bool kReadOnly, typename T, int VEC>
+__device__ __forceinline__ void LoadParam(const T* param, int col, float fill, float (&v)[VEC]) {
+  if (param == nullptr) {
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) v[i] = fill;
+  } else if constexpr (kReadOnly) {
+    LoadFloatsReadOnly(param + col, v);
+  } else {
+    LoadFloats(param + col, v);
+  }
+}
+
 // One row per group of tpr threads, held in registers: read once, written once.
 // kPreload (launches of at most one block per SM, 16-byte vectors; chosen by
 // the launcher): weight and bias are copied into shared memory (cp.async, no
@@ -141,8 +165,10 @@ struct ForwardRow<T, VEC, ITERS, RowStorage::kShared> {
 // makes one memory round trip instead of two. Each thread copies and reads
 // back only its own columns, so no barrier is needed. The arithmetic is the
 // same either way, so a row's bits do not depend on it. kCenter: LayerNorm.
-// kRow: see ForwardRow (the same bits whichever holds the row).
-template <typename T, int VEC, int ITERS, bool kPreload, bool kCenter, RowStorage kRow>
+// kRow: see ForwardRow (the same bits whichever holds the row). kFull: see
+// RowStatsOf (the launcher picks it with FullRow; the same bits).
+template <typename T, int VEC, int ITERS, bool kPreload, bool kCenter, RowStorage kRow,
+          bool kFull = false>
 __global__ void __launch_bounds__(kMaxThreads)
     ForwardKernel(const ForwardArgs a, const int tpr, const int rows_per_cta) {
   constexpr bool kPacked = kRow == RowStorage::kPacked;
@@ -155,7 +181,8 @@ __global__ void __launch_bounds__(kMaxThreads)
   extern __shared__ __align__(16) unsigned char preloaded[];
   __shared__ float scratch_buffers[GroupScratch::kFloats];
   GroupScratch scratch{scratch_buffers};
-  const int group = threadIdx.x / tpr;
+  // (A block of one row group, the common case, skips the division.)
+  const int group = rows_per_cta == 1 ? 0 : static_cast<int>(threadIdx.x) / tpr;
   const int t = threadIdx.x - group * tpr;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * rows_per_cta + group;
   const bool live = row < a.rows;
@@ -165,6 +192,34 @@ __global__ void __launch_bounds__(kMaxThreads)
   const T* y = static_cast<const T*>(a.y) + base;
   const bool residual_f32 = a.residual_dtype == DType::kF32;
 
+  // Weight / bias copies into shared memory, issued right after the row's
+  // loads, with the shared address formed once per tensor: issued first, or
+  // with per-vector address arithmetic the compiler then placed first, they
+  // delayed the row (bf16 1 x 4096 RMSNorm 5.3 -> 5.7 us, add + RMSNorm
+  // 5.6 -> 5.0 us; bench/results/gpu-2026-11-24-round9.md).
+  const T* weight = static_cast<const T*>(a.weight);
+  const T* bias = static_cast<const T*>(a.bias);
+  auto preload = [&] {
+    if constexpr (kPreload) {
+      static_assert(sizeof(T) * VEC == 16, "cp.async moves 16-byte vectors");
+      T* weight_copy = reinterpret_cast<T*>(preloaded) + static_cast<int64_t>(group) * 2 * d;
+      T* bias_copy = weight_copy + d;
+      auto copy = [&](const T* src, T* dst) {
+        const unsigned dst_shared = SharedAddress(dst);
+#pragma unroll
+        for (int it = 0; it < ITERS; ++it) {
+          const int col = (it * tpr + t) * VEC;
+          if (kFull || col < d) CpAsync16Shared(dst_shared + col * sizeof(T), src + col);
+        }
+      };
+      if (live && weight != nullptr) copy(weight, weight_copy);
+      if (live && bias != nullptr) copy(bias, bias_copy);
+      CpAsyncCommit();
+      if (weight != nullptr) weight = weight_copy;
+      if (bias != nullptr) bias = bias_copy;
+    }
+  };
+
   ForwardRow<T, VEC, ITERS, kRow> p;
   if constexpr (kRow == RowStorage::kShared) {
     p.row = {reinterpret_cast<float*>(preloaded) + static_cast<int64_t>(group) * d, d};
@@ -172,72 +227,85 @@ __global__ void __launch_bounds__(kMaxThreads)
     p.t = t;
     p.d = d;
   }
+  // Every load of the row is issued before the first is used: converting
+  // each vector right after its load let the compiler close a branch around
+  // each, one memory round trip per vector (bf16 add + RMSNorm 1 x 4096
+  // 6.8 -> 5.5 us, 32768 x 4096 367.1 -> 361 us; round9.md).
+  auto load_row = [&](auto has_y) {
+    constexpr bool kHasY = decltype(has_y)::value;
+    if constexpr (kPacked) {  // held as stored (ForwardRow)
+      Vec<T, VEC> x_raw[ITERS];
 #pragma unroll
-  for (int it = 0; it < ITERS; ++it) {
-    const int col = (it * tpr + t) * VEC;
-    if constexpr (kPacked) {
-      p.raw[it] = Vec<T, VEC>{};
-      if (live && col < d) p.raw[it] = *reinterpret_cast<const Vec<T, VEC>*>(x + col);
+      for (int it = 0; it < ITERS; ++it) {
+        const int col = (it * tpr + t) * VEC;
+        x_raw[it] = Vec<T, VEC>{};
+        if (live && (kFull || col < d)) x_raw[it] = *reinterpret_cast<const Vec<T, VEC>*>(x + col);
+      }
+      preload();
+#pragma unroll
+      for (int it = 0; it < ITERS; ++it) p.raw[it] = x_raw[it];
     } else {
-      float v[VEC], yv[VEC] = {};
-      if (live && col < d) {
-        LoadFloats(x + col, v);
-        if (a.y != nullptr) LoadFloats(y + col, yv);
-      } else {
+      RawVec<T, VEC> x_raw[ITERS], y_raw[kHasY ? ITERS : 1];
 #pragma unroll
-        for (int i = 0; i < VEC; ++i) v[i] = 0.0f;
+      for (int it = 0; it < ITERS; ++it) {
+        const int col = (it * tpr + t) * VEC;
+        const bool valid = live && (kFull || col < d);
+        x_raw[it] = LoadRawOrZero<T, VEC>(x + col, valid);
+        if constexpr (kHasY) y_raw[it] = LoadRawOrZero<T, VEC>(y + col, valid);
       }
+      preload();
 #pragma unroll
-      for (int i = 0; i < VEC; ++i) v[i] += yv[i];
-      p.Set(it, v);
-    }
-  }
-
-  const T* weight = static_cast<const T*>(a.weight);
-  const T* bias = static_cast<const T*>(a.bias);
-  if constexpr (kPreload) {
-    static_assert(sizeof(T) * VEC == 16, "cp.async moves 16-byte vectors");
-    T* weight_copy = reinterpret_cast<T*>(preloaded) + static_cast<int64_t>(group) * 2 * d;
-    T* bias_copy = weight_copy + d;
+      for (int it = 0; it < ITERS; ++it) {
+        float v[VEC], yv[VEC] = {};
+        UnpackRaw<T, VEC>(x_raw[it], v);
+        if constexpr (kHasY) UnpackRaw<T, VEC>(y_raw[it], yv);
 #pragma unroll
-    for (int it = 0; it < ITERS; ++it) {
-      const int col = (it * tpr + t) * VEC;
-      if (live && col < d) {
-        if (weight != nullptr) CpAsync16(weight_copy + col, weight + col, true);
-        if (bias != nullptr) CpAsync16(bias_copy + col, bias + col, true);
+        for (int i = 0; i < VEC; ++i) v[i] += yv[i];
+        p.Set(it, v);
       }
     }
-    CpAsyncCommit();
-    if (weight != nullptr) weight = weight_copy;
-    if (bias != nullptr) bias = bias_copy;
+  };
+  // Packed launches have no y.
+  if (!kPacked && a.y != nullptr) {
+    load_row(std::true_type{});
+  } else {
+    load_row(std::false_type{});
   }
 
   float mean, rstd;
-  RowStatsOf<kCenter, VEC, ITERS>([&](int it, float(&v)[VEC]) { p.Get(it, v); }, tpr, t, d, a.norm,
-                                  scratch, mean, rstd);
+  RowStatsOf<kCenter, VEC, ITERS, kFull>([&](int it, float(&v)[VEC]) { p.Get(it, v); }, tpr, t, d,
+                                         a.norm, scratch, mean, rstd);
   const float mul = rstd * a.norm.scale;
   if constexpr (kPreload) CpAsyncWait<0>();  // this thread's weight / bias copies
 
+  // Unpacked rows read from global memory load a vector's parameters before
+  // the previous vector is stored, through the read-only path: the compiler
+  // keeps plain loads after stores that may alias them, one L2 round trip per
+  // vector (fp32 RMSNorm 8192 x 16384 364.6 -> 361.4 us, bf16 add + RMSNorm
+  // 16384 x 8192 361.3 -> 360.4 us, round9.md). Packed rows do not (the
+  // registers it costs took 16384-wide LayerNorm off two blocks per SM:
+  // 190 -> 288 us), nor rows of more than 32 values per thread (spills).
+  // (Padding vectors read column 0's parameters and store nothing.)
+  constexpr bool kPrefetch = !kPreload && !kPacked && ITERS * VEC <= 32;
+  float w[2][VEC], b[2][VEC];
+  auto load_params = [&](int it, int col) {
+    LoadParam<kPrefetch>(weight, col, 1.0f, w[it % 2]);
+    LoadParam<kPrefetch>(bias, col, 0.0f, b[it % 2]);
+  };
+  auto column = [&](int it) { return (it * tpr + t) * VEC; };
+  if constexpr (kPrefetch) load_params(0, kFull || column(0) < d ? column(0) : 0);
 #pragma unroll
   for (int it = 0; it < ITERS; ++it) {
-    const int col = (it * tpr + t) * VEC;
-    if (!live || col >= d) continue;
-    float v[VEC], w[VEC], b[VEC], o[VEC];
+    const int col = column(it);
+    if constexpr (kPrefetch) {
+      if (it + 1 < ITERS) load_params(it + 1, kFull || column(it + 1) < d ? column(it + 1) : 0);
+    }
+    if (!live || (!kFull && col >= d)) continue;
+    if constexpr (!kPrefetch) load_params(it, col);
+    float v[VEC], o[VEC];
     p.Get(it, v);
-    if (weight != nullptr) {
-      LoadFloats(weight + col, w);
-    } else {
 #pragma unroll
-      for (int i = 0; i < VEC; ++i) w[i] = 1.0f;
-    }
-    if (bias != nullptr) {
-      LoadFloats(bias + col, b);
-    } else {
-#pragma unroll
-      for (int i = 0; i < VEC; ++i) b[i] = 0.0f;
-    }
-#pragma unroll
-    for (int i = 0; i < VEC; ++i) o[i] = (v[i] - mean) * mul * w[i] + b[i];
+    for (int i = 0; i < VEC; ++i) o[i] = (v[i] - mean) * mul * w[it % 2][i] + b[it % 2][i];
     StoreFloats(static_cast<T*>(a.out) + base + col, o);
     if (!kPacked && a.residual_out != nullptr) {
       StoreFloatsEither<T>(a.residual_out, base + col, residual_f32, v);

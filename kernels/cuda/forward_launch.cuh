@@ -4,6 +4,7 @@
 #define NORMSERVE_KERNELS_CUDA_FORWARD_LAUNCH_CUH_
 
 #include <algorithm>
+#include <type_traits>
 
 #include "dispatch.cuh"
 #include "forward_kernels.cuh"
@@ -68,18 +69,35 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
   // 63.7 us; slower in latency-bound launches (1 x 4096 6.8 -> 7.1 us) and
   // for fp32 rows (32768 x 4096 725.6 -> 735.5 us), which keep registers.
   const bool shared_row = sizeof(T) == 2 && kWide && a.y != nullptr && !latency_bound;
-  auto* kernel = &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kFloats>;
-  if constexpr (kWide) {
-    if (preload) kernel = &ForwardKernel<T, kVec, kIters, true, kCenter, RowStorage::kFloats>;
-    if constexpr (sizeof(T) == 2) {
-      if (shared_row) kernel = &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kShared>;
-    }
-    if constexpr (kPackable) {
-      if (packed) {
-        kernel = preload ? &ForwardKernel<T, kVec, kIters, true, kCenter, RowStorage::kPacked>
-                         : &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kPacked>;
+  // Rows that fill every thread's vectors, with the statistic over the whole
+  // row, run an instance without bounds tests (the same arithmetic, so the
+  // same bits): fewer instructions on the latency-bound path of small
+  // launches.
+  const bool full = kWide && FullRow(layout, a.hidden, a.norm.stat_len);
+  auto choose = [&](auto full_constant) {
+    constexpr bool kFull = decltype(full_constant)::value;
+    auto* chosen = &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kFloats, kFull>;
+    if constexpr (kWide) {
+      if (preload)
+        chosen = &ForwardKernel<T, kVec, kIters, true, kCenter, RowStorage::kFloats, kFull>;
+      if constexpr (sizeof(T) == 2) {
+        if (shared_row) {
+          chosen = &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kShared, kFull>;
+        }
+      }
+      if constexpr (kPackable) {
+        if (packed) {
+          chosen =
+              preload ? &ForwardKernel<T, kVec, kIters, true, kCenter, RowStorage::kPacked, kFull>
+                      : &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kPacked, kFull>;
+        }
       }
     }
+    return chosen;
+  };
+  auto* kernel = choose(std::false_type{});
+  if constexpr (kWide) {
+    if (full) kernel = choose(std::true_type{});
   }
   const size_t rows = static_cast<size_t>(layout.rows_per_cta);
   const size_t hidden = static_cast<size_t>(a.hidden);

@@ -101,10 +101,23 @@ size_t BackwardWorkspaceBytes(int64_t hidden, int total_chunks) {
   return 2 * sizeof(float) * static_cast<size_t>(total_chunks) * static_cast<size_t>(hidden);
 }
 
-cudaError_t LaunchForward(const ForwardArgs& args, cudaStream_t stream) {
-  if (args.rows < 0 || args.hidden < 1 || args.x == nullptr || args.out == nullptr) {
+namespace {
+
+// NormScalars' derived fields (see launch.h).
+NormScalars WithReciprocals(NormScalars norm, int64_t hidden) {
+  norm.inv_hidden = 1.0f / static_cast<float>(hidden);
+  norm.inv_stat_len = 1.0f / static_cast<float>(norm.stat_len);
+  return norm;
+}
+
+}  // namespace
+
+cudaError_t LaunchForward(const ForwardArgs& in, cudaStream_t stream) {
+  if (in.rows < 0 || in.hidden < 1 || in.x == nullptr || in.out == nullptr) {
     return cudaErrorInvalidValue;
   }
+  ForwardArgs args = in;
+  args.norm = WithReciprocals(in.norm, in.hidden);
   switch (args.dtype) {
     case DType::kF32:
       return LaunchForwardF32(args, stream);
@@ -116,11 +129,13 @@ cudaError_t LaunchForward(const ForwardArgs& args, cudaStream_t stream) {
   return cudaErrorInvalidValue;
 }
 
-cudaError_t LaunchBackward(const BackwardArgs& args, cudaStream_t stream) {
-  if (args.rows < 0 || args.hidden < 1 || args.x == nullptr || args.grad_out == nullptr ||
-      args.grad_in == nullptr) {
+cudaError_t LaunchBackward(const BackwardArgs& in, cudaStream_t stream) {
+  if (in.rows < 0 || in.hidden < 1 || in.x == nullptr || in.grad_out == nullptr ||
+      in.grad_in == nullptr) {
     return cudaErrorInvalidValue;
   }
+  BackwardArgs args = in;
+  args.norm = WithReciprocals(in.norm, in.hidden);
   switch (args.dtype) {
     case DType::kF32:
       return LaunchBackwardF32(args, stream);

@@ -37,6 +37,11 @@ struct NormScalars {
   float eps = 1e-5f;     // added to the mean square under the root
   float scale = 1.0f;    // c / sqrt(hidden)
   int64_t stat_len = 1;  // k = ceil(hidden * partial), in [1, hidden]
+  // 1 / hidden and 1 / stat_len, rounded to fp32: set by LaunchForward and
+  // LaunchBackward (callers leave them), so the kernels scale sums by a
+  // multiplication read from the parameters rather than an IEEE division.
+  float inv_hidden = 1.0f;
+  float inv_stat_len = 1.0f;
 };
 NormScalars MakeNormScalars(const NormConfig& config, int64_t hidden);
 

@@ -134,6 +134,15 @@ inline RowLayout ChooseRowLayout(Pass pass, DType dtype, int64_t hidden, bool al
   return layout;
 }
 
+// Whether every vector of every thread of the layout lies inside the row
+// (hidden = iters * tpr * vec) and inside the statistic (k = hidden): the
+// launchers then pick kernel instances compiled without bounds tests, with
+// the same arithmetic and so the same bits.
+inline bool FullRow(const RowLayout& layout, int64_t hidden, int64_t stat_len) {
+  return layout.iters > 0 && hidden == int64_t{layout.iters} * layout.tpr * layout.vec &&
+         stat_len == hidden;
+}
+
 // Backward chunking: a segment of `rows` rows is cut into this many chunks of
 // ceil(rows / chunks) rows, one block (or cluster) each. At most `max_chunks`
 // blocks (a multiple of the SM count: one wave of resident blocks), so the fp32

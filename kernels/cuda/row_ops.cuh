@@ -76,6 +76,44 @@ __device__ __forceinline__ void LoadFloats(const T* src, float (&dst)[N]) {
   }
 }
 
+// A vector as loaded and held before conversion: one 16-byte word where the
+// vector is 16 bytes, so that a select between it and zeros works on whole
+// 32-bit registers (a Vec of 16-bit elements was selected half by half).
+template <typename T, int N>
+using RawVec = std::conditional_t<sizeof(T) * N == 16, uint4, Vec<T, N>>;
+
+// The vector at src when `valid`, zeros otherwise.
+template <typename T, int N>
+__device__ __forceinline__ RawVec<T, N> LoadRawOrZero(const T* src, bool valid) {
+  RawVec<T, N> raw{};
+  if (valid) raw = *reinterpret_cast<const RawVec<T, N>*>(src);
+  return raw;
+}
+
+template <typename T, int N>
+__device__ __forceinline__ void UnpackRaw(const RawVec<T, N>& raw, float (&dst)[N]) {
+  Vec<T, N> v;
+  static_assert(sizeof(v) == sizeof(raw));
+  __builtin_memcpy(&v, &raw, sizeof(v));
+  UnpackFloats(v, dst);
+}
+
+// LoadFloats through the read-only data path (ld.global.nc): for global
+// memory that no thread writes during the kernel (weights, biases).
+template <typename T, int N>
+__device__ __forceinline__ void LoadFloatsReadOnly(const T* src, float (&dst)[N]) {
+  if constexpr (sizeof(T) * N == 16) {
+    const uint4 word = __ldg(reinterpret_cast<const uint4*>(src));
+    Vec<T, N> raw;
+    static_assert(sizeof(raw) == sizeof(word));
+    __builtin_memcpy(&raw, &word, sizeof(word));
+    UnpackFloats(raw, dst);
+  } else {
+#pragma unroll
+    for (int i = 0; i < N; ++i) dst[i] = ToFloat(__ldg(src + i));
+  }
+}
+
 template <typename T, int N>
 __device__ __forceinline__ void StoreFloats(T* dst, const float (&src)[N]) {
   Vec<T, N> raw;
@@ -280,9 +318,12 @@ __device__ __forceinline__ void GroupSum(float (&v)[N], int tpr,
 #pragma unroll
     for (int i = 0; i < N; ++i) buffer[warp * N + i] = v[i];
   }
-  const int warps = tpr / 32;                      // the group's warps, all blocks
-  const int cta_warps = warps / kCtas;             // ... of one block
-  const int first = warp / cta_warps * cta_warps;  // the group's first warp here
+  const int warps = tpr / 32;           // the group's warps, all blocks
+  const int cta_warps = warps / kCtas;  // ... of one block
+  // The group's first warp here; without a division where cta_warps is a
+  // power of two (these sums are on the latency-bound path of small launches).
+  const int first =
+      (cta_warps & (cta_warps - 1)) == 0 ? warp & ~(cta_warps - 1) : warp / cta_warps * cta_warps;
   if constexpr (kCtas > 1) {
     cooperative_groups::this_cluster().sync();
   } else {
@@ -291,13 +332,12 @@ __device__ __forceinline__ void GroupSum(float (&v)[N], int tpr,
   // warps <= 32 (tpr <= 1024). Lanes form groups of `span` (the next power of
   // two) that each read all partials, lane l the one of warp l % span, so the
   // butterfly within every group gives each lane the same full sum.
-  int span = 1;
-  while (span < warps) span *= 2;
-  const int w = lane % span;
+  const int span = warps == 1 ? 1 : 1 << (32 - __clz(warps - 1));  // a power of two
+  const int w = lane & (span - 1);
 #pragma unroll
   for (int i = 0; i < N; ++i) v[i] = 0.0f;
   if (w < warps) {
-    const float* part = buffer + (first + w % cta_warps) * N;
+    const float* part = buffer + (first + (kCtas == 1 ? w : w % cta_warps)) * N;
     if constexpr (kCtas > 1) {
       part = cooperative_groups::this_cluster().map_shared_rank(part, w / cta_warps);
     }

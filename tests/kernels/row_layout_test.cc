@@ -13,6 +13,7 @@ namespace {
 
 using kernels::DType;
 using kernels::cuda::ChooseRowLayout;
+using kernels::cuda::FullRow;
 using kernels::cuda::kClusterCtas;
 using kernels::cuda::kMaxThreads;
 using kernels::cuda::kTargetThreads;
@@ -102,6 +103,34 @@ TEST(RowLayoutTest, MeasuredChoices) {
   // Too long for a cluster's registers: the streaming kernels.
   EXPECT_TRUE(ChooseRowLayout(Pass::kBackward, DType::kF32, 20000, true).streaming());
   EXPECT_TRUE(ChooseRowLayout(Pass::kForward, DType::kBF16, 65536, true).streaming());
+}
+
+// FullRow picks the instances compiled without bounds tests: only where
+// every thread's vectors lie inside the row and the statistic.
+TEST(RowLayoutTest, FullRowsHaveNoVectorPastTheRowOrTheStatistic) {
+  for (Pass pass : {Pass::kForward, Pass::kBackward}) {
+    for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
+      for (bool aligned : {false, true}) {
+        for (int64_t hidden = 1; hidden <= 65536; ++hidden) {
+          const RowLayout l = ChooseRowLayout(pass, dtype, hidden, aligned);
+          SCOPED_TRACE(testing::Message() << "pass " << static_cast<int>(pass) << " dtype "
+                                          << kernels::DTypeName(dtype) << " aligned " << aligned
+                                          << " hidden " << hidden);
+          const bool full = !l.streaming() && int64_t{l.tpr} * l.iters * l.vec == hidden;
+          ASSERT_EQ(FullRow(l, hidden, hidden), full);
+          if (hidden > 1) {
+            ASSERT_FALSE(FullRow(l, hidden, hidden - 1));  // a partial statistic
+          }
+        }
+      }
+    }
+  }
+  // The measured shapes of bench/results: full rows, and one that is not.
+  EXPECT_TRUE(FullRow(ChooseRowLayout(Pass::kForward, DType::kBF16, 4096, true), 4096, 4096));
+  EXPECT_TRUE(FullRow(ChooseRowLayout(Pass::kBackward, DType::kBF16, 16384, true), 16384, 16384));
+  EXPECT_TRUE(FullRow(ChooseRowLayout(Pass::kForward, DType::kF32, 16384, true), 16384, 16384));
+  EXPECT_FALSE(FullRow(ChooseRowLayout(Pass::kForward, DType::kBF16, 5000, true), 5000, 5000));
+  EXPECT_FALSE(FullRow(ChooseRowLayout(Pass::kBackward, DType::kBF16, 5000, true), 5000, 5000));
 }
 
 }  // namespace
