@@ -232,7 +232,6 @@ __global__ void __launch_bounds__(kMaxThreads)
   // each, one memory round trip per vector (bf16 add + RMSNorm 1 x 4096
   // 6.8 -> 5.5 us, 32768 x 4096 367.1 -> 361 us; round9.md).
   auto load_row = [&](auto has_y) {
-    constexpr bool kHasY = decltype(has_y)::value;
     if constexpr (kPacked) {  // held as stored (ForwardRow)
       Vec<T, VEC> x_raw[ITERS];
 #pragma unroll
@@ -245,6 +244,7 @@ __global__ void __launch_bounds__(kMaxThreads)
 #pragma unroll
       for (int it = 0; it < ITERS; ++it) p.raw[it] = x_raw[it];
     } else {
+      constexpr bool kHasY = decltype(has_y)::value;
       RawVec<T, VEC> x_raw[ITERS], y_raw[kHasY ? ITERS : 1];
 #pragma unroll
       for (int it = 0; it < ITERS; ++it) {
