@@ -48,8 +48,8 @@ __device__ __forceinline__ void RowStatsOf(Load load, int tpr, int t, int d,
                                            const NormScalars& norm, Scratch& scratch, float& mean,
                                            float& rstd) {
   // The sums are scaled by multiplications with the reciprocals of
-  // NormScalars and the root is one correctly rounded rsqrt: no IEEE
-  // division or square root on the latency-bound path of small launches.
+  // NormScalars and the root is one rsqrtf (at most 2 ulp): no IEEE division
+  // or square root on the latency-bound path of small launches.
   const int k = static_cast<int>(norm.stat_len);
   mean = 0.0f;
   if constexpr (kCenter) {
