@@ -7,20 +7,20 @@
 
 namespace normserve::kernels::cuda {
 
+// The shared-memory address of a generic pointer into shared memory.
+__device__ __forceinline__ unsigned SharedAddress(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
 // Copies 16 bytes from global `src` to shared `dst`; writes 16 zero bytes
 // (reading nothing) when `!valid`. Both addresses 16-byte aligned; `src` must be
 // a valid address even when `!valid`.
 __device__ __forceinline__ void CpAsync16(void* dst, const void* src, bool valid) {
-  const unsigned shared = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  const unsigned shared = SharedAddress(dst);
   const int src_bytes = valid ? 16 : 0;
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared), "l"(src),
                "r"(src_bytes)
                : "memory");
-}
-
-// The shared-memory address of a generic pointer into shared memory.
-__device__ __forceinline__ unsigned SharedAddress(const void* p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
 
 // CpAsync16 to a shared-memory address (SharedAddress), always copying.

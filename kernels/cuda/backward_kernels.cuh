@@ -132,12 +132,12 @@ __device__ __forceinline__ DqScalars ReduceDqScalars(const BackwardArgs& a, floa
   DqScalars q;
   if constexpr (kCenter) {
     GroupSum(sums, tpr, scratch);
-    q.coef = sums[0] / static_cast<float>(a.norm.stat_len);
-    q.mean_dq = __fmul_rn(rstd, sums[1] - q.coef * sums[2]) / static_cast<float>(a.hidden);
+    q.coef = __fmul_rn(sums[0], a.norm.inv_stat_len);
+    q.mean_dq = __fmul_rn(__fmul_rn(rstd, sums[1] - q.coef * sums[2]), a.norm.inv_hidden);
   } else {
     float dot[1] = {sums[0]};
     GroupSum(dot, tpr, scratch);
-    q.coef = dot[0] / static_cast<float>(a.norm.stat_len);
+    q.coef = __fmul_rn(dot[0], a.norm.inv_stat_len);
     q.mean_dq = 0.0f;
   }
   return q;
@@ -475,7 +475,7 @@ __global__ void __launch_bounds__(kMaxThreads)
           for (int i = 0; i < VEC; ++i) sum[0] += p[i];
         }
         GroupSum(sum, tpr, scratch);
-        mean = sum[0] / static_cast<float>(d);
+        mean = MeanOfSum(sum[0], a.norm);
       }
       float sum_sq[1] = {0.0f};
       for (int col = t * VEC; col < k; col += tpr * VEC) {
@@ -486,7 +486,7 @@ __global__ void __launch_bounds__(kMaxThreads)
         AddSquaresBelow(q, col, k, sum_sq[0]);
       }
       GroupSum(sum_sq, tpr, scratch);
-      rstd = 1.0f / sqrtf(sum_sq[0] / static_cast<float>(k) + a.norm.eps);
+      rstd = RstdOfSumOfSquares(sum_sq[0], a.norm);
     }
     float sums[3] = {0.0f, 0.0f, 0.0f};
     for (int col = t * VEC; col < d; col += tpr * VEC) {

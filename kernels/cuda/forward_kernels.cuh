@@ -36,6 +36,17 @@ __device__ __forceinline__ void AddSquaresBelow(const float (&q)[VEC], int col, 
   }
 }
 
+// A row's mean and rstd from its group sums: the one formula of every kernel.
+// Multiplications by NormScalars' reciprocals and one rsqrtf (at most 2 ulp):
+// no IEEE division or square root after the row's reductions, on the
+// latency-bound path of small launches.
+__device__ __forceinline__ float MeanOfSum(float sum, const NormScalars& norm) {
+  return __fmul_rn(sum, norm.inv_hidden);
+}
+__device__ __forceinline__ float RstdOfSumOfSquares(float sum_sq, const NormScalars& norm) {
+  return rsqrtf(__fmaf_rn(sum_sq, norm.inv_stat_len, norm.eps));
+}
+
 // Row statistics of a row group's row. `load(it, v)` fills v with the fp32
 // values of the thread's vector `it` (zeros past the row's end); every caller
 // forms them the same way, so the statistics' bits depend on the row alone.
@@ -47,9 +58,6 @@ template <bool kCenter, int VEC, int ITERS, bool kFull = false, typename Load, t
 __device__ __forceinline__ void RowStatsOf(Load load, int tpr, int t, int d,
                                            const NormScalars& norm, Scratch& scratch, float& mean,
                                            float& rstd) {
-  // The sums are scaled by multiplications with the reciprocals of
-  // NormScalars and the root is one rsqrtf (at most 2 ulp): no IEEE division
-  // or square root on the latency-bound path of small launches.
   const int k = static_cast<int>(norm.stat_len);
   mean = 0.0f;
   if constexpr (kCenter) {
@@ -62,7 +70,7 @@ __device__ __forceinline__ void RowStatsOf(Load load, int tpr, int t, int d,
       for (int i = 0; i < VEC; ++i) sum[0] += p[i];
     }
     GroupSum(sum, tpr, scratch);
-    mean = __fmul_rn(sum[0], norm.inv_hidden);
+    mean = MeanOfSum(sum[0], norm);
   }
   float sum_sq[1] = {0.0f};
 #pragma unroll
@@ -74,7 +82,7 @@ __device__ __forceinline__ void RowStatsOf(Load load, int tpr, int t, int d,
     AddSquaresBelow(q, kFull ? 0 : (it * tpr + t) * VEC, kFull ? VEC : k, sum_sq[0]);
   }
   GroupSum(sum_sq, tpr, scratch);
-  rstd = rsqrtf(__fmaf_rn(sum_sq[0], norm.inv_stat_len, norm.eps));
+  rstd = RstdOfSumOfSquares(sum_sq[0], norm);
 }
 
 // Row statistics from the fp32 row held in registers (padding holds zeros).
@@ -233,6 +241,8 @@ __global__ void __launch_bounds__(kMaxThreads)
   // 6.8 -> 5.5 us, 32768 x 4096 367.1 -> 361 us; round9.md).
   auto load_row = [&](auto has_y) {
     if constexpr (kPacked) {  // held as stored (ForwardRow)
+      // (Through a local array, not loaded into p.raw directly: the direct
+      // form changed the packed LayerNorm's registers, 63 -> 100.)
       Vec<T, VEC> x_raw[ITERS];
 #pragma unroll
       for (int it = 0; it < ITERS; ++it) {
@@ -350,7 +360,7 @@ __global__ void __launch_bounds__(kMaxThreads) ForwardStreamKernel(const Forward
       for (int i = 0; i < VEC; ++i) sum[0] += p[i];
     }
     GroupSum(sum, tpr, scratch);
-    mean = sum[0] / static_cast<float>(d);
+    mean = MeanOfSum(sum[0], a.norm);
   }
   float sum_sq[1] = {0.0f};
   for (int col = t * VEC; col < k; col += tpr * VEC) {
@@ -361,7 +371,7 @@ __global__ void __launch_bounds__(kMaxThreads) ForwardStreamKernel(const Forward
     AddSquaresBelow(q, col, k, sum_sq[0]);
   }
   GroupSum(sum_sq, tpr, scratch);
-  const float rstd = 1.0f / sqrtf(sum_sq[0] / static_cast<float>(k) + a.norm.eps);
+  const float rstd = RstdOfSumOfSquares(sum_sq[0], a.norm);
   const float mul = rstd * a.norm.scale;
 
   for (int col = t * VEC; col < d; col += tpr * VEC) {
