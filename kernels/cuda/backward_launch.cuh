@@ -24,7 +24,7 @@ struct StageOne {
 // plain: no y and no grad_residual_out. db: grad_bias is wanted. full: see
 // FullRow. partials: dw or db is wanted.
 // Measured on the H100: plain 16-bit rows faster staged, fp32 rows of one
-// block on the register kernel (round4.md); rows split over a cluster faster
+// block on the register kernel (round4.md) but for the exception below; rows split over a cluster faster
 // staged in both (round7.md: fp32 8192 x 16384 RMSNorm 686 -> 629 us,
 // LayerNorm 716 -> 657 us; bf16 4096 x 20000 361 -> 280 us, 430 -> 330 us);
 // staged full rows without bounds tests (round9.md: the LayerNorm-with-bias
@@ -66,6 +66,17 @@ StageOne ChooseStageOne(const RowLayout& layout, int64_t hidden, bool plain, boo
   }
   if constexpr (sizeof(T) == 2 && VEC == 8) {
     if (plain) return staged(IntConst<1>{});
+  }
+  // Plain fp32 rows of more than kTargetThreads and fewer than kMaxThreads
+  // threads (hidden 4100-8188) are staged too: the register kernel fits one
+  // such block per SM at 121-128 registers, stalled at every row's barriers,
+  // where the staged one keeps the next row in flight in shared memory
+  // (round10.md: 4096 x 5000 RMSNorm 113.8 -> 103.7 us, LayerNorm 121.5 ->
+  // 106.9 us; at 512 threads, 16384 x 8192, it measured 0.3-0.6 % slower).
+  if constexpr (sizeof(T) == 4 && VEC == 4) {
+    if (plain && layout.tpr > kTargetThreads && layout.tpr < kMaxThreads) {
+      return staged(IntConst<1>{});
+    }
   }
   // The specialised "plain" instance (no y, no grad_residual_out) exists for
   // fp32 full-width vectors only (16-bit ones are staged), to keep the

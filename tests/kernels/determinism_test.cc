@@ -343,8 +343,8 @@ TEST(CpuDeterminismTest, ResultsDoNotDependOnThreadCount) {
 
 INSTANTIATE_TEST_SUITE_P(Kernels, DeterminismTest,
                          ::testing::Combine(::testing::ValuesIn(BackendNames()), AllDTypes(),
-                                            ::testing::Values(7, 1000, 4096, 8192, 10000, 16384,
-                                                              20000)),
+                                            ::testing::Values(7, 1000, 4096, 5000, 8192, 10000,
+                                                              16384, 20000)),
                          SuiteParamName);
 
 }  // namespace
