@@ -166,6 +166,16 @@ __device__ __forceinline__ void LoadParam(const T* param, int col, float fill, f
   }
 }
 
+// thread / tpr for a thread of a block (both at most kMaxThreads), with
+// neither an integer division nor a branch: a branch that skipped the division
+// in blocks of one row group held back the reads of every later kernel
+// parameter, and the constant cache is cold at each launch. Exact: (thread +
+// 0.5) / tpr lies at least 0.5 / tpr away from an integer, far more than the
+// 2-ulp error of __fdividef.
+__device__ __forceinline__ int RowGroupOf(int thread, int tpr) {
+  return __float2int_rz(__fdividef(static_cast<float>(thread) + 0.5f, static_cast<float>(tpr)));
+}
+
 // One row per group of tpr threads, held in registers: read once, written once.
 // kPreload (launches of at most one block per SM, 16-byte vectors; chosen by
 // the launcher): weight and bias are copied into shared memory (cp.async, no
@@ -189,8 +199,11 @@ __global__ void __launch_bounds__(kMaxThreads)
   extern __shared__ __align__(16) unsigned char preloaded[];
   __shared__ float scratch_buffers[GroupScratch::kFloats];
   GroupScratch scratch{scratch_buffers};
-  // (A block of one row group, the common case, skips the division.)
-  const int group = rows_per_cta == 1 ? 0 : static_cast<int>(threadIdx.x) / tpr;
+  // 16-bit rows of 8 vectors per thread are longer than 16384 elements, one
+  // row group per block (row_layout.h): computing the group cost the spilling
+  // LayerNorm instance 92 more bytes of spill (bf16 1 x 32768 7.6 -> 8.2 us).
+  constexpr bool kOneGroup = sizeof(T) == 2 && VEC == 8 && ITERS == 8;
+  const int group = kOneGroup ? 0 : RowGroupOf(static_cast<int>(threadIdx.x), tpr);
   const int t = threadIdx.x - group * tpr;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * rows_per_cta + group;
   const bool live = row < a.rows;
@@ -210,6 +223,12 @@ __global__ void __launch_bounds__(kMaxThreads)
   auto preload = [&] {
     if constexpr (kPreload) {
       static_assert(sizeof(T) * VEC == 16, "cp.async moves 16-byte vectors");
+      // A scheduling barrier (no instruction): without it ptxas issued the
+      // copies before the row's loads in 16 of the 44 instances, fp32
+      // LayerNorm at 1 x 4096 among them (5.4 -> 5.15 us, 1 x 16384 7.1 ->
+      // 6.55 us; round10.md). Rows of more than 32 values per thread kept
+      // the order without it and spilled with it.
+      if constexpr (ITERS * VEC <= 32) __syncwarp();
       T* weight_copy = reinterpret_cast<T*>(preloaded) + static_cast<int64_t>(group) * 2 * d;
       T* bias_copy = weight_copy + d;
       auto copy = [&](const T* src, T* dst) {

@@ -14,6 +14,12 @@
 
 namespace normserve::kernels::cuda {
 
+// Whether `bytes` of dynamic shared memory, with the kernels' static GroupSum
+// scratch, fit one block of the current device.
+inline bool FitsSharedMemory(size_t bytes) {
+  return bytes + sizeof(float) * GroupScratch::kFloats <= MaxSharedBytesPerBlock();
+}
+
 // A register-kernel launch of the layout's instance (kernel choice below).
 template <typename T, int kVec, int kIters, bool kCenter>
 cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaStream_t stream) {
@@ -37,10 +43,12 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
   // 16384 388 -> 364.6 us). Plain RMSNorm / LayerNorm staged lost (round4.md:
   // 204 -> 223, 214 -> 292 us). Its bits equal the register kernel's
   // (DeterminismTest mixes the two).
+  // Its two staged rows fit a block's shared memory up to about 29000
+  // elements (227 KB on the H100); longer rows take the register kernel.
   if constexpr (sizeof(T) == 2 && kWide && kIters >= 8) {
-    if (a.y != nullptr) {
+    const size_t bytes = ForwardStagedSharedBytes(layout, a.hidden, sizeof(T));
+    if (a.y != nullptr && FitsSharedMemory(bytes)) {
       auto* staged = &ForwardStagedKernel<T, kVec, kIters, kCenter>;
-      const size_t bytes = ForwardStagedSharedBytes(layout, a.hidden, sizeof(T));
       if (const cudaError_t err = AllowDynamicShared(staged, bytes); err != cudaSuccess) {
         return err;
       }

@@ -49,6 +49,25 @@ int MaxChunksPerSegment() {
   return chunks;
 }
 
+size_t MaxSharedBytesPerBlock() {
+  // Cached per device, as MaxChunksPerSegment.
+  constexpr int kMaxDevices = 64;
+  constexpr int kHopper = 227 * 1024;
+  static std::atomic<int> cached[kMaxDevices];
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= kMaxDevices) return kHopper;
+  int bytes = cached[device].load(std::memory_order_relaxed);
+  if (bytes == 0) {
+    if (cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) !=
+            cudaSuccess ||
+        bytes < 1) {
+      bytes = kHopper;
+    }
+    cached[device].store(bytes, std::memory_order_relaxed);
+  }
+  return static_cast<size_t>(bytes);
+}
+
 int MaxBackwardChunks(DType dtype, int64_t hidden, const RowLayout& layout) {
   // Cached: the occupancy query looks up the kernel's attributes.
   static std::mutex mutex;

@@ -113,6 +113,8 @@ int PlanBackward(DType dtype, int64_t hidden, bool aligned, SegmentPlan* segment
                  int num_segments);
 // 2 per SM of the current device: the most blocks per SM a launch plans for.
 int MaxChunksPerSegment();
+// The most shared memory one block of the current device may opt in to.
+size_t MaxSharedBytesPerBlock();
 // Most chunks one backward segment of this layout is cut into: one wave, i.e.
 // the SMs times the stage-one blocks one SM holds (1 or 2). A second wave
 // re-ran every block's prologue and doubled the dw / db partials: where one

@@ -105,6 +105,20 @@ TEST(RowLayoutTest, MeasuredChoices) {
   EXPECT_TRUE(ChooseRowLayout(Pass::kForward, DType::kBF16, 65536, true).streaming());
 }
 
+// ForwardKernel's 16-bit instances of 8 vectors per thread assume one row
+// group per block (kOneGroup).
+TEST(RowLayoutTest, SixteenBitForwardRowsOfEightVectorsFillABlock) {
+  for (DType dtype : {DType::kF16, DType::kBF16}) {
+    for (int64_t hidden = 8; hidden <= 65536; hidden += 8) {
+      const RowLayout l = ChooseRowLayout(Pass::kForward, dtype, hidden, true);
+      if (l.vec == 8 && l.iters == 8) {
+        ASSERT_EQ(l.rows_per_cta, 1) << "hidden " << hidden;
+        ASSERT_GT(hidden, 16384);
+      }
+    }
+  }
+}
+
 // FullRow picks the instances compiled without bounds tests: only where
 // every thread's vectors lie inside the row and the statistic.
 TEST(RowLayoutTest, FullRowsHaveNoVectorPastTheRowOrTheStatistic) {
