@@ -199,11 +199,20 @@ __global__ void __launch_bounds__(kMaxThreads)
   extern __shared__ __align__(16) unsigned char preloaded[];
   __shared__ float scratch_buffers[GroupScratch::kFloats];
   GroupScratch scratch{scratch_buffers};
-  // 16-bit rows of 8 vectors per thread are longer than 16384 elements, one
-  // row group per block (row_layout.h): computing the group cost the spilling
-  // LayerNorm instance 92 more bytes of spill (bf16 1 x 32768 7.6 -> 8.2 us).
-  constexpr bool kOneGroup = sizeof(T) == 2 && VEC == 8 && ITERS == 8;
-  const int group = kOneGroup ? 0 : RowGroupOf(static_cast<int>(threadIdx.x), tpr);
+  // The row group. Latency-bound launches (kPreload) compute it without a
+  // branch (RowGroupOf); 16-bit rows of 8 vectors per thread among them are
+  // longer than 16384 elements, one row group per block (row_layout.h), where
+  // computing the group cost the spilling LayerNorm instance 92 more bytes of
+  // spill (bf16 1 x 32768 7.6 -> 8.2 us). The other instances skip the
+  // division in blocks of one row group, the common case, as before: either
+  // change to them moved their registers and measured slower (fp32 LayerNorm
+  // 8192 x 16384 362 -> 375 us, bf16 RMSNorm 4096 x 20000 151 -> 156 us).
+  constexpr bool kOneGroup = kPreload && sizeof(T) == 2 && VEC == 8 && ITERS == 8;
+  const int thread = static_cast<int>(threadIdx.x);
+  const int group = kOneGroup                ? 0
+                    : kPreload               ? RowGroupOf(thread, tpr)
+                    : rows_per_cta == 1 ? 0
+                                             : thread / tpr;
   const int t = threadIdx.x - group * tpr;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * rows_per_cta + group;
   const bool live = row < a.rows;
