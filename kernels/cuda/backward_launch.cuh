@@ -24,12 +24,12 @@ struct StageOne {
 // plain: no y and no grad_residual_out. db: grad_bias is wanted. full: see
 // FullRow. partials: dw or db is wanted.
 // Measured on the H100: plain 16-bit rows faster staged, fp32 rows of one
-// block on the register kernel (round4.md) but for the exception below; rows split over a cluster faster
-// staged in both (round7.md: fp32 8192 x 16384 RMSNorm 686 -> 629 us,
-// LayerNorm 716 -> 657 us; bf16 4096 x 20000 361 -> 280 us, 430 -> 330 us);
-// staged full rows without bounds tests (round9.md: the LayerNorm-with-bias
-// instance at 4 vectors no longer spills, bf16 8192 x 16384 347.5 ->
-// 309.9 us).
+// block on the register kernel (round4.md) but for the exception below;
+// rows split over a cluster faster staged in both (round7.md: fp32 8192 x
+// 16384 RMSNorm 686 -> 629 us, LayerNorm 716 -> 657 us; bf16 4096 x 20000
+// 361 -> 280 us, 430 -> 330 us); staged full rows without bounds tests
+// (round9.md: the LayerNorm-with-bias instance at 4 vectors no longer
+// spills, bf16 8192 x 16384 347.5 -> 309.9 us).
 template <typename T, int VEC, int ITERS, bool kCenter>
 StageOne ChooseStageOne(const RowLayout& layout, int64_t hidden, bool plain, bool db, bool full,
                         bool partials) {

@@ -209,10 +209,10 @@ __global__ void __launch_bounds__(kMaxThreads)
   // 8192 x 16384 362 -> 375 us, bf16 RMSNorm 4096 x 20000 151 -> 156 us).
   constexpr bool kOneGroup = kPreload && sizeof(T) == 2 && VEC == 8 && ITERS == 8;
   const int thread = static_cast<int>(threadIdx.x);
-  const int group = kOneGroup                ? 0
-                    : kPreload               ? RowGroupOf(thread, tpr)
+  const int group = kOneGroup           ? 0
+                    : kPreload          ? RowGroupOf(thread, tpr)
                     : rows_per_cta == 1 ? 0
-                                             : thread / tpr;
+                                        : thread / tpr;
   const int t = threadIdx.x - group * tpr;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * rows_per_cta + group;
   const bool live = row < a.rows;
@@ -233,7 +233,7 @@ __global__ void __launch_bounds__(kMaxThreads)
     if constexpr (kPreload) {
       static_assert(sizeof(T) * VEC == 16, "cp.async moves 16-byte vectors");
       // A scheduling barrier (no instruction): without it ptxas issued the
-      // copies before the row's loads in 16 of the 44 instances, fp32
+      // copies before the row's loads in 16 of the 44 fp32 / bf16 instances, fp32
       // LayerNorm at 1 x 4096 among them (5.4 -> 5.15 us, 1 x 16384 7.1 ->
       // 6.55 us; round10.md). Rows of more than 32 values per thread kept
       // the order without it and spilled with it.

@@ -30,42 +30,36 @@ bool VectorAligned(DType dtype, int64_t hidden, std::initializer_list<const void
   return true;
 }
 
-int MaxChunksPerSegment() {
-  // Cached per device: the attribute query is cheap, but not free per launch.
+namespace {
+
+// An attribute of the current device, cached per device (the query is cheap,
+// but not free per launch); `fallback` where there is no device to ask.
+template <cudaDeviceAttr kAttribute>
+int CachedDeviceAttribute(int fallback) {
   constexpr int kMaxDevices = 64;
   static std::atomic<int> cached[kMaxDevices];
   int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= kMaxDevices) return 264;
-  int chunks = cached[device].load(std::memory_order_relaxed);
-  if (chunks == 0) {
-    int sms = 0;
-    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
-        sms < 1) {
-      sms = 132;
-    }
-    chunks = 2 * sms;
-    cached[device].store(chunks, std::memory_order_relaxed);
+  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= kMaxDevices) {
+    return fallback;
   }
-  return chunks;
+  int value = cached[device].load(std::memory_order_relaxed);
+  if (value == 0) {
+    if (cudaDeviceGetAttribute(&value, kAttribute, device) != cudaSuccess || value < 1) {
+      value = fallback;
+    }
+    cached[device].store(value, std::memory_order_relaxed);
+  }
+  return value;
 }
 
+}  // namespace
+
+int MaxChunksPerSegment() { return 2 * CachedDeviceAttribute<cudaDevAttrMultiProcessorCount>(132); }
+
 size_t MaxSharedBytesPerBlock() {
-  // Cached per device, as MaxChunksPerSegment.
-  constexpr int kMaxDevices = 64;
-  constexpr int kHopper = 227 * 1024;
-  static std::atomic<int> cached[kMaxDevices];
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= kMaxDevices) return kHopper;
-  int bytes = cached[device].load(std::memory_order_relaxed);
-  if (bytes == 0) {
-    if (cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) !=
-            cudaSuccess ||
-        bytes < 1) {
-      bytes = kHopper;
-    }
-    cached[device].store(bytes, std::memory_order_relaxed);
-  }
-  return static_cast<size_t>(bytes);
+  // The fallback is the H100's.
+  return static_cast<size_t>(
+      CachedDeviceAttribute<cudaDevAttrMaxSharedMemoryPerBlockOptin>(227 * 1024));
 }
 
 int MaxBackwardChunks(DType dtype, int64_t hidden, const RowLayout& layout) {

@@ -140,14 +140,13 @@ TEST_P(ManyRowsBackwardTest, EveryRowAndTheReductionsMatchReference) {
 // and 20000: fp32 and 16-bit rows that the CUDA backward splits over a cluster
 // of two blocks (20000 is also fp32's streaming kernel). 16384: 16-bit rows
 // at 4 vectors that fill the block (the CUDA instances without bounds tests).
-// (5000, 6144: fp32 rows the CUDA backward stages at 320 / 384 threads.)
-INSTANTIATE_TEST_SUITE_P(Kernels, ManyRowsBackwardTest,
-                         ::testing::Combine(::testing::ValuesIn(BackendNames()), AllDTypes(),
-                                            ::testing::Values(int64_t{4096}, int64_t{5000},
-                                                              int64_t{6144}, int64_t{8192},
-                                                              int64_t{10000}, int64_t{16384},
-                                                              int64_t{20000})),
-                         SuiteParamName);
+// 5000 and 6144: fp32 rows the CUDA backward stages at 320 / 384 threads.
+INSTANTIATE_TEST_SUITE_P(
+    Kernels, ManyRowsBackwardTest,
+    ::testing::Combine(::testing::ValuesIn(BackendNames()), AllDTypes(),
+                       ::testing::Values(int64_t{4096}, int64_t{5000}, int64_t{6144}, int64_t{8192},
+                                         int64_t{10000}, int64_t{16384}, int64_t{20000})),
+    SuiteParamName);
 
 }  // namespace
 }  // namespace normserve::kernels_test
