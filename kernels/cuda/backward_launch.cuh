@@ -71,8 +71,8 @@ StageOne ChooseStageOne(const RowLayout& layout, int64_t hidden, bool plain, boo
   // threads (hidden 4100-8188) are staged too: the register kernel fits one
   // such block per SM at 121-128 registers, stalled at every row's barriers,
   // where the staged one keeps the next row in flight in shared memory
-  // (round10.md: 4096 x 5000 RMSNorm 113.8 -> 103.7 us, LayerNorm 121.5 ->
-  // 106.9 us; at 512 threads, 16384 x 8192, it measured 0.3-0.6 % slower).
+  // (round10.md, call 1: 4096 x 5000 RMSNorm 113.8 -> 103.7 us, LayerNorm
+  // 121.5 -> 106.9 us; at 512 threads, 16384 x 8192, 0.3-0.6 % slower).
   if constexpr (sizeof(T) == 4 && VEC == 4) {
     if (plain && layout.tpr > kTargetThreads && layout.tpr < kMaxThreads) {
       return staged(IntConst<1>{});

@@ -17,7 +17,7 @@ namespace normserve::kernels::cuda {
 // Whether `bytes` of dynamic shared memory, with the kernels' static GroupSum
 // scratch, fit one block of the current device.
 inline bool FitsSharedMemory(size_t bytes) {
-  return bytes + sizeof(float) * GroupScratch::kFloats <= MaxSharedBytesPerBlock();
+  return bytes + kScratchBytes <= MaxSharedBytesPerBlock();
 }
 
 // A register-kernel launch of the layout's instance (kernel choice below).

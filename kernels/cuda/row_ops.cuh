@@ -207,12 +207,14 @@ using GroupScratch = GroupScratchOf<true>;
 template <int kCtas>
 using ClusterScratch = GroupScratchOf<true, kCtas>;
 
+// The static shared memory of every kernel: its GroupSum scratch.
+inline constexpr size_t kScratchBytes = sizeof(float) * GroupScratch::kFloats;
+
 // Host side: dynamic shared memory that, with a kernel's static GroupSum
 // scratch, goes beyond the default 48 KB needs the kernel's opt-in.
 template <typename Kernel>
 cudaError_t AllowDynamicShared(Kernel* kernel, size_t bytes) {
-  constexpr size_t kStaticBytes = sizeof(float) * GroupScratch::kFloats;
-  if (bytes + kStaticBytes <= 48 * 1024) return cudaSuccess;
+  if (bytes + kScratchBytes <= 48 * 1024) return cudaSuccess;
   return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                               static_cast<int>(bytes));
 }
