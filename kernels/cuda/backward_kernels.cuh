@@ -14,6 +14,7 @@
 #ifndef NORMSERVE_KERNELS_CUDA_BACKWARD_KERNELS_CUH_
 #define NORMSERVE_KERNELS_CUDA_BACKWARD_KERNELS_CUH_
 
+#include "cluster_sum.cuh"
 #include "forward_kernels.cuh"
 #include "launch.h"
 #include "row_layout.h"
@@ -367,8 +368,8 @@ __global__ void __launch_bounds__(kMaxThreads)
                    const int64_t chunk_rows) {
   // dw / db accumulators, [2][rows_per_cta][acc_len], when partials are wanted.
   extern __shared__ float acc[];
-  __shared__ float scratch_buffers[GroupScratch::kFloats];
-  ClusterScratch<kCtas> scratch{scratch_buffers};
+  __shared__ ClusterScratchStorage<kCtas> scratch_storage;
+  auto scratch = MakeClusterScratch<kCtas>(scratch_storage, tpr);
   const auto [group, t, rank] = RowThreadOf<kCtas>(tpr);
   const int d = static_cast<int>(a.hidden);
   const int acc_len = static_cast<int>(LocalRowLength<VEC, ITERS, kCtas>(a.hidden, tpr));
@@ -395,7 +396,7 @@ __global__ void __launch_bounds__(kMaxThreads)
   BackwardRows<kPlain, kCenter, kCtas, T, VEC, ITERS>(a, c, group, tpr, t, rows_per_cta, scratch,
                                                       dw, db);
 
-  ClusterExitBarrier<kCtas>();
+  DrainClusterSums(scratch);
   if (!partials) return;
   __syncthreads();
   const int total_chunks = gridDim.x / kCtas;

@@ -21,12 +21,15 @@
 
 #include "async_copy.cuh"
 #include "backward_kernels.cuh"
+#include "cluster_sum.cuh"
 
 namespace normserve::kernels::cuda {
 
 // Rows staged per row group: the one being reduced and the next, in flight
 // while it is. (Three, i.e. two rows ahead, measured slower on the H100: 2-25%
-// at hidden 1024-16384, bench/results/gpu-2026-11-23-round4.md.)
+// at hidden 1024-16384, bench/results/gpu-2026-11-23-round4.md; for rows split
+// over a cluster, where a third stage costs no occupancy, no faster, and up to
+// 3 % slower: round11.md.)
 inline constexpr int kStagedRows = 2;
 
 // Dynamic shared memory of a staged launch, with row_len the block's row
@@ -55,11 +58,9 @@ __global__ void __launch_bounds__(kMaxThreads)
                          const int64_t chunk_rows) {
   static_assert(sizeof(T) * VEC == 16, "staged rows move 16-byte vectors");
   extern __shared__ __align__(16) unsigned char staged[];
-  __shared__ float scratch_buffers[GroupScratch::kFloats];
-  // One block: the single-buffered scratch (see GroupScratchOf); a cluster's
-  // sums need the double buffer.
-  using Scratch = std::conditional_t<kCtas == 1, GroupScratchOf<false>, ClusterScratch<kCtas>>;
-  Scratch scratch{scratch_buffers};
+  __shared__ ClusterScratchStorage<kCtas> scratch_storage;
+  // One block: the single-buffered scratch (see GroupScratchOf).
+  auto scratch = MakeClusterScratch<kCtas, /*kDoubleBuffered=*/false>(scratch_storage, tpr);
   const RowThread me = RowThreadOf<kCtas>(tpr);  // named, not bound: lambdas capture them
   const int group = me.group, t = me.t, rank = me.rank;
   const int d = static_cast<int>(a.hidden);
@@ -189,7 +190,7 @@ __global__ void __launch_bounds__(kMaxThreads)
     row = next;
   }
   CpAsyncWait<0>();  // the last (empty) stages, before shared memory is reused
-  ClusterExitBarrier<kCtas>();
+  DrainClusterSums(scratch);
   if (a.workspace == nullptr) return;
 
   // The groups' register partials go through shared memory, one tensor at a

@@ -185,36 +185,35 @@ inline constexpr int kMaxWarps = 16;
 // Most values one GroupSum call reduces.
 inline constexpr int kMaxGroupSums = 3;
 
-// Shared-memory scratch of GroupSum. Double-buffered: consecutive calls write
-// alternate halves, so a call needs one block barrier instead of two (a thread
-// writes a half again only after the barrier of the call in between, which
-// every reader of that half has passed). Every thread of the block makes the
-// same sequence of GroupSum calls, so `phase` stays block-uniform.
-// kDoubleBuffered = false saves the phase register and pays the second
-// barrier: the staged backward kernel, short of registers, measured faster so
-// (bench/results/gpu-2026-11-23-round4.md).
-// kCtas > 1: the row group spans the kCtas blocks of a cluster, whose threads
-// read each other's per-warp partials; the double buffer then also keeps a
-// block from overwriting a half its peers may still read.
-template <bool kDoubleBuffered, int kCtas = 1>
+// Shared-memory scratch of GroupSum over a block. Double-buffered:
+// consecutive calls write alternate halves, so a call needs one block barrier
+// instead of two (a thread writes a half again only after the barrier of the
+// call in between, which every reader of that half has passed). Every thread
+// of the block makes the same sequence of GroupSum calls, so `phase` stays
+// block-uniform. kDoubleBuffered = false saves the phase register and pays the
+// second barrier: the staged backward kernel, short of registers, measured
+// faster so (bench/results/gpu-2026-11-23-round4.md). (Rows split over a
+// cluster sum through ClusterSums, cluster_sum.cuh.)
+template <bool kDoubleBuffered>
 struct GroupScratchOf {
-  static_assert(kCtas == 1 || kDoubleBuffered, "cluster sums need the double buffer");
   static constexpr int kFloats = 2 * kMaxWarps * kMaxGroupSums;
   float* buffers;  // __shared__ float[kFloats]
   int phase = 0;
 };
 using GroupScratch = GroupScratchOf<true>;
-template <int kCtas>
-using ClusterScratch = GroupScratchOf<true, kCtas>;
 
-// The static shared memory of every kernel: its GroupSum scratch.
+// The static shared memory of a block's kernel: its GroupSum scratch.
 inline constexpr size_t kScratchBytes = sizeof(float) * GroupScratch::kFloats;
+// ... and of a cluster's (ClusterSums: partials of up to two blocks' warps in
+// two stages, and four mbarriers).
+inline constexpr size_t kClusterScratchBytes =
+    sizeof(float) * 2 * (2 * kMaxWarps) * kMaxGroupSums + 4 * sizeof(uint64_t);
 
 // Host side: dynamic shared memory that, with a kernel's static GroupSum
 // scratch, goes beyond the default 48 KB needs the kernel's opt-in.
 template <typename Kernel>
 cudaError_t AllowDynamicShared(Kernel* kernel, size_t bytes) {
-  if (bytes + kScratchBytes <= 48 * 1024) return cudaSuccess;
+  if (bytes + kClusterScratchBytes <= 48 * 1024) return cudaSuccess;  // either kind of scratch
   return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                               static_cast<int>(bytes));
 }
@@ -277,35 +276,36 @@ __host__ __device__ __forceinline__ int64_t LocalRowLength(int64_t hidden, int t
   return kCtas == 1 ? hidden : int64_t{ITERS} * (tpr / kCtas) * VEC;
 }
 
-// A block of a cluster may exit only after its peers' last reads of its
-// GroupSum scratch: every block calls this last.
-template <int kCtas>
-__device__ __forceinline__ void ClusterExitBarrier() {
-  if constexpr (kCtas > 1) cooperative_groups::this_cluster().sync();
-}
-
-// Sums each of v[0..N) over the `tpr` threads of the caller's row group
-// (threads [g * tpr, (g + 1) * tpr) of the block, or with kCtas > 1 every
-// thread of the cluster); every thread of the group gets the same bits. The
-// order of additions depends on tpr alone. Every thread of the block (cluster)
-// must call it (it synchronizes the block when tpr > 32, the cluster when
-// kCtas > 1).
-//
-// Both stages are xor butterflies: lane i and its partner add the same two
-// partials (in either order, which gives the same bits), so all lanes end with
-// identical sums. Across warps, lane l of every warp reads the partial of the
-// group's warp l % span (warps in row order: block 0's, then block 1's, ...)
-// and the warp repeats the butterfly over them, so each thread spends N loads
-// instead of one per warp and value.
-template <int N, bool kDoubleBuffered, int kCtas>
-__device__ __forceinline__ void GroupSum(float (&v)[N], int tpr,
-                                         GroupScratchOf<kDoubleBuffered, kCtas>& scratch) {
-  static_assert(N <= kMaxGroupSums, "scratch holds kMaxGroupSums values per warp");
-  const int width = tpr < 32 ? tpr : 32;
+// Each of v[0..N) summed over aligned groups of `width` lanes (a power of
+// two), by an xor butterfly: every lane of a group ends with the same bits.
+template <int N>
+__device__ __forceinline__ void WarpSum(float (&v)[N], int width) {
   for (int offset = width / 2; offset > 0; offset /= 2) {
 #pragma unroll
     for (int i = 0; i < N; ++i) v[i] += __shfl_xor_sync(0xffffffffu, v[i], offset);
   }
+}
+
+// The second butterfly's span for `warps` partials: the next power of two.
+__device__ __forceinline__ int PartialsSpan(int warps) {
+  return warps == 1 ? 1 : 1 << (32 - __clz(warps - 1));
+}
+
+// Sums each of v[0..N) over the `tpr` threads of the caller's row group
+// (threads [g * tpr, (g + 1) * tpr) of the block); every thread of the group
+// gets the same bits. The order of additions depends on tpr alone. Every
+// thread of the block must call it (it synchronizes the block when tpr > 32).
+//
+// Both stages are xor butterflies: lane i and its partner add the same two
+// partials (in either order, which gives the same bits), so all lanes end with
+// identical sums. Across warps, lane l of every warp reads the partial of the
+// group's warp l % span and the warp repeats the butterfly over them, so each
+// thread spends N loads instead of one per warp and value.
+template <int N, bool kDoubleBuffered>
+__device__ __forceinline__ void GroupSum(float (&v)[N], int tpr,
+                                         GroupScratchOf<kDoubleBuffered>& scratch) {
+  static_assert(N <= kMaxGroupSums, "scratch holds kMaxGroupSums values per warp");
+  WarpSum(v, tpr < 32 ? tpr : 32);
   if (tpr <= 32) return;
   float* buffer = scratch.buffers;
   if constexpr (kDoubleBuffered) {
@@ -320,36 +320,23 @@ __device__ __forceinline__ void GroupSum(float (&v)[N], int tpr,
 #pragma unroll
     for (int i = 0; i < N; ++i) buffer[warp * N + i] = v[i];
   }
-  const int warps = tpr / 32;           // the group's warps, all blocks
-  const int cta_warps = warps / kCtas;  // ... of one block
-  // The group's first warp here; without a division where cta_warps is a
-  // power of two (these sums are on the latency-bound path of small launches).
-  const int first =
-      (cta_warps & (cta_warps - 1)) == 0 ? warp & ~(cta_warps - 1) : warp / cta_warps * cta_warps;
-  if constexpr (kCtas > 1) {
-    cooperative_groups::this_cluster().sync();
-  } else {
-    __syncthreads();
-  }
-  // warps <= 32 (tpr <= 1024). Lanes form groups of `span` (the next power of
-  // two) that each read all partials, lane l the one of warp l % span, so the
-  // butterfly within every group gives each lane the same full sum.
-  const int span = warps == 1 ? 1 : 1 << (32 - __clz(warps - 1));  // a power of two
+  const int warps = tpr / 32;  // the group's warps
+  // The group's first warp; without a division where warps is a power of two
+  // (these sums are on the latency-bound path of small launches).
+  const int first = (warps & (warps - 1)) == 0 ? warp & ~(warps - 1) : warp / warps * warps;
+  __syncthreads();
+  // warps <= 16. Lanes form groups of `span` that each read all partials,
+  // lane l the one of warp l % span, so the butterfly within every group
+  // gives each lane the same full sum.
+  const int span = PartialsSpan(warps);
   const int w = lane & (span - 1);
 #pragma unroll
   for (int i = 0; i < N; ++i) v[i] = 0.0f;
   if (w < warps) {
-    const float* part = buffer + (first + (kCtas == 1 ? w : w % cta_warps)) * N;
-    if constexpr (kCtas > 1) {
-      part = cooperative_groups::this_cluster().map_shared_rank(part, w / cta_warps);
-    }
 #pragma unroll
-    for (int i = 0; i < N; ++i) v[i] = part[i];
+    for (int i = 0; i < N; ++i) v[i] = buffer[(first + w) * N + i];
   }
-  for (int offset = span / 2; offset > 0; offset /= 2) {
-#pragma unroll
-    for (int i = 0; i < N; ++i) v[i] += __shfl_xor_sync(0xffffffffu, v[i], offset);
-  }
+  WarpSum(v, span);
 }
 
 }  // namespace normserve::kernels::cuda
