@@ -8,8 +8,8 @@ cudaError_t LaunchBackwardBF16(const BackwardArgs& args, cudaStream_t stream) {
   return LaunchBackwardTyped<__nv_bfloat16>(args, stream);
 }
 
-int BackwardBlocksPerSmBF16(const RowLayout& layout, int64_t hidden) {
-  return BackwardBlocksPerSm<__nv_bfloat16>(layout, hidden);
+int BackwardResidentBlocksBF16(const RowLayout& layout, int64_t hidden, int sms) {
+  return BackwardResidentBlocks<__nv_bfloat16>(layout, hidden, sms);
 }
 
 }  // namespace normserve::kernels::cuda

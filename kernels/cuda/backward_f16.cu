@@ -8,8 +8,8 @@ cudaError_t LaunchBackwardF16(const BackwardArgs& args, cudaStream_t stream) {
   return LaunchBackwardTyped<__half>(args, stream);
 }
 
-int BackwardBlocksPerSmF16(const RowLayout& layout, int64_t hidden) {
-  return BackwardBlocksPerSm<__half>(layout, hidden);
+int BackwardResidentBlocksF16(const RowLayout& layout, int64_t hidden, int sms) {
+  return BackwardResidentBlocks<__half>(layout, hidden, sms);
 }
 
 }  // namespace normserve::kernels::cuda

@@ -8,8 +8,8 @@ cudaError_t LaunchBackwardF32(const BackwardArgs& args, cudaStream_t stream) {
   return LaunchBackwardTyped<float>(args, stream);
 }
 
-int BackwardBlocksPerSmF32(const RowLayout& layout, int64_t hidden) {
-  return BackwardBlocksPerSm<float>(layout, hidden);
+int BackwardResidentBlocksF32(const RowLayout& layout, int64_t hidden, int sms) {
+  return BackwardResidentBlocks<float>(layout, hidden, sms);
 }
 
 }  // namespace normserve::kernels::cuda

@@ -50,17 +50,23 @@ StageOne ChooseStageOne(const RowLayout& layout, int64_t hidden, bool plain, boo
   };
   if (layout.ctas_per_row > 1) {
     // ChooseRowLayout splits only rows of full vectors, four per thread, into
-    // clusters of kClusterCtas blocks holding one row each.
+    // clusters of kClusterCtas or kWideClusterCtas blocks holding one row each.
     if constexpr (VEC == 16 / sizeof(T) && ITERS == 4) {
-      if (layout.ctas_per_row != kClusterCtas || layout.rows_per_cta != 1) return s;
-      if (plain) return staged(IntConst<kClusterCtas>{});
-      // Fused rows: only the generic instance. dw / db accumulators:
-      // [2][block's columns] fp32.
-      s.cluster_ctas = kClusterCtas;
-      s.kernel = &BackwardKernel<T, VEC, ITERS, false, kCenter, kClusterCtas>;
-      s.shared_bytes = partials ? 2 * sizeof(float) *
-                                      LocalRowLength<VEC, ITERS, kClusterCtas>(hidden, layout.tpr)
-                                : 0;
+      if (layout.rows_per_cta != 1) return s;
+      auto cluster = [&](auto ctas) {
+        constexpr int kCtas = decltype(ctas)::value;
+        if (plain) return staged(ctas);
+        // Fused rows: only the generic instance. dw / db accumulators:
+        // [2][block's columns] fp32.
+        s.cluster_ctas = kCtas;
+        s.kernel = &BackwardKernel<T, VEC, ITERS, false, kCenter, kCtas>;
+        s.shared_bytes =
+            partials ? 2 * sizeof(float) * LocalRowLength<VEC, ITERS, kCtas>(hidden, layout.tpr)
+                     : 0;
+        return s;
+      };
+      if (layout.ctas_per_row == kClusterCtas) return cluster(IntConst<kClusterCtas>{});
+      if (layout.ctas_per_row == kWideClusterCtas) return cluster(IntConst<kWideClusterCtas>{});
     }
     return s;
   }
@@ -122,34 +128,55 @@ cudaError_t LaunchBackwardRows(const BackwardArgs& a, const RowLayout& layout, i
   });
 }
 
-// Blocks per SM of the layout's stage-one kernel, counted up to 2 (see
-// MaxBackwardChunks). Taken from the plain LayerNorm-with-bias instance with
-// bounds tests (the most registers) whatever the launch will run, so that a
-// segment's chunk plan, and with it its dw / db bits, never depends on its
-// neighbours or on the statistic's length.
+// Blocks of the layout's stage-one kernel the device holds at once, counted
+// up to 2 per SM (see MaxBackwardChunks); for a cluster launch, in whole
+// clusters (the SMs of a GPC need not divide into clusters of four: a plan of
+// more clusters than fit would run a second wave). Taken from the plain
+// LayerNorm-with-bias instance with bounds tests (the most registers) whatever
+// the launch will run, so that a segment's chunk plan, and with it its dw / db
+// bits, never depends on its neighbours or on the statistic's length.
 template <typename T>
-int BackwardBlocksPerSm(const RowLayout& layout, int64_t hidden) {
-  int blocks = 0;
+int BackwardResidentBlocks(const RowLayout& layout, int64_t hidden, int sms) {
+  int blocks_per_sm = 0, clusters = 0;
   const cudaError_t err =
       DispatchRowLayout<Pass::kBackward, T>(layout, [&](auto vec, auto iters) -> cudaError_t {
         constexpr int kVec = decltype(vec)::value;
         constexpr int kIters = decltype(iters)::value;
-        auto occupancy = [&](auto* kernel, size_t bytes) {
+        auto occupancy = [&](auto* kernel, size_t bytes, int ctas) {
           if (const cudaError_t e = AllowDynamicShared(kernel, bytes); e != cudaSuccess) return e;
-          return cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, layout.threads(),
-                                                               bytes);
+          if (ctas == 1) {
+            return cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernel,
+                                                                 layout.threads(), bytes);
+          }
+          cudaLaunchAttribute cluster;
+          cluster.id = cudaLaunchAttributeClusterDimension;
+          cluster.val.clusterDim.x = static_cast<unsigned>(ctas);
+          cluster.val.clusterDim.y = 1;
+          cluster.val.clusterDim.z = 1;
+          cudaLaunchConfig_t config = {};
+          config.gridDim = dim3(static_cast<unsigned>(ctas * sms));
+          config.blockDim = dim3(static_cast<unsigned>(layout.threads()));
+          config.dynamicSmemBytes = bytes;
+          config.attrs = &cluster;
+          config.numAttrs = 1;
+          return cudaOccupancyMaxActiveClusters(&clusters, kernel, &config);
         };
         if constexpr (kIters == 0) {
-          return occupancy(&BackwardStreamKernel<T, kVec>, 0);
+          return occupancy(&BackwardStreamKernel<T, kVec>, 0, 1);
         } else {
           const StageOne s = ChooseStageOne<T, kVec, kIters, true>(
               layout, hidden, /*plain=*/true, /*db=*/true, /*full=*/false, /*partials=*/true);
           if (s.kernel == nullptr) return cudaErrorInvalidConfiguration;
-          return occupancy(s.kernel, s.shared_bytes);
+          return occupancy(s.kernel, s.shared_bytes, s.cluster_ctas);
         }
       });
-  if (err != cudaSuccess || blocks < 1) return 2;
-  return blocks < 2 ? 1 : 2;
+  if (layout.ctas_per_row > 1) {
+    const int most = 2 * sms / layout.ctas_per_row;  // clusters
+    if (err != cudaSuccess || clusters < 1) return sms;
+    return (clusters < most ? clusters : most) * layout.ctas_per_row;
+  }
+  if (err != cudaSuccess || blocks_per_sm < 1) return 2 * sms;
+  return (blocks_per_sm < 2 ? 1 : 2) * sms;
 }
 
 template <typename T>

@@ -88,14 +88,16 @@ __device__ __forceinline__ void StoreAsyncPeer(unsigned peer_address, float valu
 // stage again).
 template <int kCtas>
 struct ClusterSums {
-  static_assert(kCtas == 2, "kClusterScratchBytes sizes clusters of two blocks");
+  static_assert(kCtas >= 2 && kCtas <= kMaxClusterCtas, "kClusterScratchBytes sizes the largest");
+  // At most 64 warps: each lane reads at most two partials.
+  static_assert(kCtas * kMaxWarps <= 64);
   static constexpr int kStageFloats = kCtas * kMaxWarps * kMaxGroupSums;
   struct Storage {
     float partials[2][kStageFloats];
     uint64_t full[2];
     uint64_t empty[2];
   };
-  static_assert(sizeof(Storage) == kClusterScratchBytes);
+  static_assert(sizeof(Storage) == ClusterScratchBytes(kCtas));
   Storage* storage;  // __shared__
   int calls = 0;     // GroupSum calls so far: the stage and the barriers' parity
 };
@@ -107,7 +109,7 @@ using ClusterScratch = std::conditional_t<kCtas == 1, GroupScratch, ClusterSums<
 // Static shared memory for ClusterScratch<kCtas>.
 template <int kCtas>
 struct alignas(alignof(uint64_t)) ClusterScratchStorage {
-  unsigned char bytes[kCtas == 1 ? kScratchBytes : kClusterScratchBytes];
+  unsigned char bytes[kCtas == 1 ? kScratchBytes : ClusterScratchBytes(kCtas)];
 };
 
 // Sets up a kernel's GroupSum state (kDoubleBuffered: see GroupScratchOf;
@@ -135,7 +137,8 @@ __device__ __forceinline__ auto MakeClusterScratch(ClusterScratchStorage<kCtas>&
 // GroupSum (row_ops.cuh) for a row group spread over a cluster: the same
 // additions in the same order (the butterfly within each warp, then lane l of
 // every warp adds up the partial of the group's warp l % span), so the same
-// bits as a block holding the whole group would give.
+// bits as a block holding the whole group would give. More than 32 warps (a
+// wide cluster): lane l first adds the partials of warps l and l + 32.
 template <int N, int kCtas>
 __device__ __forceinline__ void GroupSum(float (&v)[N], int tpr, ClusterSums<kCtas>& sums) {
   static_assert(N <= kMaxGroupSums, "a stage holds kMaxGroupSums values per warp");
@@ -159,13 +162,17 @@ __device__ __forceinline__ void GroupSum(float (&v)[N], int tpr, ClusterSums<kCt
     for (int i = 0; i < N; ++i) StoreAsyncPeer(to + i * sizeof(float), v[i], full);
   }
   MbarrierWait(&s.full[stage], parity);
-  const int span = PartialsSpan(warps);
+  const int span = PartialsSpan(warps < 32 ? warps : 32);
   const int w = lane & (span - 1);
 #pragma unroll
   for (int i = 0; i < N; ++i) v[i] = 0.0f;
   if (w < warps) {
 #pragma unroll
     for (int i = 0; i < N; ++i) v[i] = partials[w * N + i];
+  }
+  if (kCtas * kMaxWarps > 32 && w + 32 < warps) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) v[i] += partials[(w + 32) * N + i];
   }
   WarpSum(v, span);  // its shuffles consume every lane's reads of the stage
   // The reads above (generic proxy) before the peers' next st.async (async

@@ -73,19 +73,19 @@ int MaxBackwardChunks(DType dtype, int64_t hidden, const RowLayout& layout) {
     const std::lock_guard<std::mutex> lock(mutex);
     if (const auto it = cache.find(key); it != cache.end()) return it->second;
   }
-  int blocks_per_sm = 2;
+  const int sms = MaxChunksPerSegment() / 2;
+  int chunks = 2 * sms;
   switch (dtype) {
     case DType::kF32:
-      blocks_per_sm = BackwardBlocksPerSmF32(layout, hidden);
+      chunks = BackwardResidentBlocksF32(layout, hidden, sms);
       break;
     case DType::kF16:
-      blocks_per_sm = BackwardBlocksPerSmF16(layout, hidden);
+      chunks = BackwardResidentBlocksF16(layout, hidden, sms);
       break;
     case DType::kBF16:
-      blocks_per_sm = BackwardBlocksPerSmBF16(layout, hidden);
+      chunks = BackwardResidentBlocksBF16(layout, hidden, sms);
       break;
   }
-  const int chunks = MaxChunksPerSegment() / 2 * blocks_per_sm;
   const std::lock_guard<std::mutex> lock(mutex);
   cache.emplace(key, chunks);
   return chunks;

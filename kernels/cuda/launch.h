@@ -115,8 +115,9 @@ int PlanBackward(DType dtype, int64_t hidden, bool aligned, SegmentPlan* segment
 int MaxChunksPerSegment();
 // The most shared memory one block of the current device may opt in to.
 size_t MaxSharedBytesPerBlock();
-// Most chunks one backward segment of this layout is cut into: one wave, i.e.
-// the SMs times the stage-one blocks one SM holds (1 or 2). A second wave
+// Most chunks one backward segment of this layout is cut into, in blocks (a
+// row split over a cluster: its blocks): one wave, i.e. the stage-one blocks
+// the device holds at once, at most 2 per SM. A second wave
 // re-ran every block's prologue and doubled the dw / db partials: where one
 // SM holds 1 block, one wave measured 4-12 % faster than two (bf16 LayerNorm
 // 4096 x 12288 158.8 -> 139.9 us, 8192 x 16384 368.7 -> 347.6 us;

@@ -15,6 +15,7 @@
 #define NORMSERVE_KERNELS_CUDA_ROW_LAYOUT_H_
 
 #include <cstdint>
+#include <initializer_list>
 
 #include "normserve/kernels/dtype.h"
 
@@ -26,8 +27,10 @@ enum class Pass { kForward, kBackward };
 inline constexpr int kMaxThreads = 512;
 // Threads a block aims for when rows are short (several rows per block).
 inline constexpr int kTargetThreads = 256;
-// Blocks of a cluster that splits one backward row.
+// Blocks of a cluster that splits one backward row: kClusterCtas, or
+// kWideClusterCtas for rows too long for that.
 inline constexpr int kClusterCtas = 2;
+inline constexpr int kWideClusterCtas = 4;
 // Register kernels exist for iters in {1, 2, 4, 8} with vec * iters at most
 // this many elements per thread and row (backward: 64 bytes of each stored
 // tensor, which a prefetched row doubles).
@@ -109,17 +112,21 @@ inline RowLayout ChooseRowLayout(Pass pass, DType dtype, int64_t hidden, bool al
   // times: fp32 8192 x 16384 RMSNorm 1380 -> 672 us, LayerNorm 2180 -> 784 us
   // (bench/results/gpu-2026-11-23-round5.md). (The same split of 16-bit
   // forward rows of 16384 measured slower than one block: 204 -> 267 us.)
+  // Rows too long for two blocks (fp32 up to 32768, 16-bit up to 65536) are
+  // split over four rather than streamed: fp32 4096 x 20000 RMSNorm 934 ->
+  // 410 us, LayerNorm 1382 -> 375 us; bf16 1024 x 65536 1166 -> 172 us,
+  // 2198 -> 183 us (bench/results/gpu-2026-11-24-round11.md).
   if (pass == Pass::kBackward && !fits && layout.vec > 1) {
     const int64_t per_row = (vectors + 3) / 4;
-    const int64_t cluster_tpr =
-        (per_row + 32 * kClusterCtas - 1) / (32 * kClusterCtas) * (32 * kClusterCtas);
-    const int cluster_iters = ItersFor(vectors, cluster_tpr);
-    if (cluster_tpr <= int64_t{kClusterCtas} * kMaxThreads &&
-        layout.vec * cluster_iters <= max_elems) {
-      layout.iters = cluster_iters;
-      layout.tpr = static_cast<int>(cluster_tpr);
-      layout.ctas_per_row = kClusterCtas;
-      return layout;
+    for (const int ctas : {kClusterCtas, kWideClusterCtas}) {
+      const int64_t cluster_tpr = (per_row + 32 * ctas - 1) / (32 * ctas) * (32 * ctas);
+      const int cluster_iters = ItersFor(vectors, cluster_tpr);
+      if (cluster_tpr <= int64_t{ctas} * kMaxThreads && layout.vec * cluster_iters <= max_elems) {
+        layout.iters = cluster_iters;
+        layout.tpr = static_cast<int>(cluster_tpr);
+        layout.ctas_per_row = ctas;
+        return layout;
+      }
     }
   }
   if (!fits) {

@@ -204,10 +204,14 @@ using GroupScratch = GroupScratchOf<true>;
 
 // The static shared memory of a block's kernel: its GroupSum scratch.
 inline constexpr size_t kScratchBytes = sizeof(float) * GroupScratch::kFloats;
-// ... and of a cluster's (ClusterSums: partials of up to two blocks' warps in
-// two stages, and four mbarriers).
-inline constexpr size_t kClusterScratchBytes =
-    sizeof(float) * 2 * (2 * kMaxWarps) * kMaxGroupSums + 4 * sizeof(uint64_t);
+// ... and of a cluster of `ctas` blocks (ClusterSums: partials of all its
+// warps in two stages, and four mbarriers), the largest for clusters of at
+// most kMaxClusterCtas blocks.
+constexpr size_t ClusterScratchBytes(int ctas) {
+  return sizeof(float) * 2 * (ctas * kMaxWarps) * kMaxGroupSums + 4 * sizeof(uint64_t);
+}
+inline constexpr int kMaxClusterCtas = 4;
+inline constexpr size_t kClusterScratchBytes = ClusterScratchBytes(kMaxClusterCtas);
 
 // Host side: dynamic shared memory that, with a kernel's static GroupSum
 // scratch, goes beyond the default 48 KB needs the kernel's opt-in.

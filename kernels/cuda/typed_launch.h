@@ -14,9 +14,9 @@ cudaError_t LaunchForwardBF16(const ForwardArgs& args, cudaStream_t stream);
 cudaError_t LaunchBackwardF32(const BackwardArgs& args, cudaStream_t stream);
 cudaError_t LaunchBackwardF16(const BackwardArgs& args, cudaStream_t stream);
 cudaError_t LaunchBackwardBF16(const BackwardArgs& args, cudaStream_t stream);
-int BackwardBlocksPerSmF32(const RowLayout& layout, int64_t hidden);
-int BackwardBlocksPerSmF16(const RowLayout& layout, int64_t hidden);
-int BackwardBlocksPerSmBF16(const RowLayout& layout, int64_t hidden);
+int BackwardResidentBlocksF32(const RowLayout& layout, int64_t hidden, int sms);
+int BackwardResidentBlocksF16(const RowLayout& layout, int64_t hidden, int sms);
+int BackwardResidentBlocksBF16(const RowLayout& layout, int64_t hidden, int sms);
 
 }  // namespace normserve::kernels::cuda
 

@@ -344,7 +344,7 @@ TEST(CpuDeterminismTest, ResultsDoNotDependOnThreadCount) {
 INSTANTIATE_TEST_SUITE_P(Kernels, DeterminismTest,
                          ::testing::Combine(::testing::ValuesIn(BackendNames()), AllDTypes(),
                                             ::testing::Values(7, 1000, 4096, 5000, 8192, 10000,
-                                                              16384, 20000, 32768)),
+                                                              16384, 20000, 32768, 40000)),
                          SuiteParamName);
 
 }  // namespace

@@ -17,6 +17,7 @@ using kernels::cuda::FullRow;
 using kernels::cuda::kClusterCtas;
 using kernels::cuda::kMaxThreads;
 using kernels::cuda::kTargetThreads;
+using kernels::cuda::kWideClusterCtas;
 using kernels::cuda::MaxElemsPerThread;
 using kernels::cuda::Pass;
 using kernels::cuda::RowLayout;
@@ -47,13 +48,17 @@ TEST(RowLayoutTest, EveryLayoutCoversTheRowWithAnInstantiatedKernel) {
           ASSERT_LE(l.threads(), kMaxThreads);
           if (l.ctas_per_row > 1) {
             // The cluster launchers' instances: backward, full vectors, four
-            // per thread, one row per cluster of whole warps per block.
+            // per thread, one row per cluster of whole warps per block, the
+            // wide cluster only for rows the narrow one cannot hold.
             ASSERT_EQ(pass, Pass::kBackward);
-            ASSERT_EQ(l.ctas_per_row, kClusterCtas);
+            ASSERT_TRUE(l.ctas_per_row == kClusterCtas || l.ctas_per_row == kWideClusterCtas);
             ASSERT_EQ(l.vec, 16 / elem);
             ASSERT_EQ(l.iters, 4);
             ASSERT_EQ(l.rows_per_cta, 1);
-            ASSERT_EQ(l.tpr % (32 * kClusterCtas), 0);
+            ASSERT_EQ(l.tpr % (32 * l.ctas_per_row), 0);
+            if (l.ctas_per_row == kWideClusterCtas) {
+              ASSERT_GT(hidden, int64_t{kClusterCtas} * kMaxThreads * l.iters * l.vec);
+            }
           } else if (l.tpr < 32) {
             ASSERT_EQ(l.tpr & (l.tpr - 1), 0);
             ASSERT_EQ(l.threads(), kTargetThreads);
@@ -91,6 +96,9 @@ TEST(RowLayoutTest, MeasuredChoices) {
       {Pass::kBackward, DType::kBF16, 8192, 512, 2, 1},    // 2 vectors, one block
       {Pass::kBackward, DType::kBF16, 16384, 512, 4, 1},   // fits one block
       {Pass::kBackward, DType::kBF16, 32768, 1024, 4, 2},  // cluster
+      {Pass::kBackward, DType::kF32, 20000, 1280, 4, 4},   // wide cluster
+      {Pass::kBackward, DType::kF32, 32768, 2048, 4, 4},   // wide cluster
+      {Pass::kBackward, DType::kBF16, 65536, 2048, 4, 4},  // wide cluster
   };
   for (const Expected& e : cases) {
     const RowLayout l = ChooseRowLayout(e.pass, e.dtype, e.hidden, /*aligned=*/true);
@@ -101,7 +109,8 @@ TEST(RowLayoutTest, MeasuredChoices) {
     EXPECT_EQ(l.ctas_per_row, e.ctas_per_row);
   }
   // Too long for a cluster's registers: the streaming kernels.
-  EXPECT_TRUE(ChooseRowLayout(Pass::kBackward, DType::kF32, 20000, true).streaming());
+  EXPECT_TRUE(ChooseRowLayout(Pass::kBackward, DType::kF32, 32772, true).streaming());
+  EXPECT_TRUE(ChooseRowLayout(Pass::kBackward, DType::kF32, 65536, true).streaming());
   EXPECT_TRUE(ChooseRowLayout(Pass::kForward, DType::kBF16, 65536, true).streaming());
 }
 
