@@ -50,7 +50,8 @@ StageOne ChooseStageOne(const RowLayout& layout, int64_t hidden, bool plain, boo
   };
   if (layout.ctas_per_row > 1) {
     // ChooseRowLayout splits only rows of full vectors, four per thread, into
-    // clusters of kClusterCtas or kWideClusterCtas blocks holding one row each.
+    // clusters of kClusterCtas, kWideClusterCtas or kWidestClusterCtas blocks
+    // holding one row each.
     if constexpr (VEC == 16 / sizeof(T) && ITERS == 4) {
       if (layout.rows_per_cta != 1) return s;
       auto cluster = [&](auto ctas) {
@@ -67,6 +68,11 @@ StageOne ChooseStageOne(const RowLayout& layout, int64_t hidden, bool plain, boo
       };
       if (layout.ctas_per_row == kClusterCtas) return cluster(IntConst<kClusterCtas>{});
       if (layout.ctas_per_row == kWideClusterCtas) return cluster(IntConst<kWideClusterCtas>{});
+      if constexpr (sizeof(T) == 4) {  // 16-bit rows fit kWideClusterCtas
+        if (layout.ctas_per_row == kWidestClusterCtas) {
+          return cluster(IntConst<kWidestClusterCtas>{});
+        }
+      }
     }
     return s;
   }

@@ -89,8 +89,6 @@ __device__ __forceinline__ void StoreAsyncPeer(unsigned peer_address, float valu
 template <int kCtas>
 struct ClusterSums {
   static_assert(kCtas >= 2 && kCtas <= kMaxClusterCtas, "kClusterScratchBytes sizes the largest");
-  // At most 64 warps: each lane reads at most two partials.
-  static_assert(kCtas * kMaxWarps <= 64);
   static constexpr int kStageFloats = kCtas * kMaxWarps * kMaxGroupSums;
   struct Storage {
     float partials[2][kStageFloats];
@@ -138,7 +136,7 @@ __device__ __forceinline__ auto MakeClusterScratch(ClusterScratchStorage<kCtas>&
 // additions in the same order (the butterfly within each warp, then lane l of
 // every warp adds up the partial of the group's warp l % span), so the same
 // bits as a block holding the whole group would give. More than 32 warps (a
-// wide cluster): lane l first adds the partials of warps l and l + 32.
+// wide cluster): lane l first adds the partials of warps l, l + 32, ...
 template <int N, int kCtas>
 __device__ __forceinline__ void GroupSum(float (&v)[N], int tpr, ClusterSums<kCtas>& sums) {
   static_assert(N <= kMaxGroupSums, "a stage holds kMaxGroupSums values per warp");
@@ -170,9 +168,11 @@ __device__ __forceinline__ void GroupSum(float (&v)[N], int tpr, ClusterSums<kCt
 #pragma unroll
     for (int i = 0; i < N; ++i) v[i] = partials[w * N + i];
   }
-  if (kCtas * kMaxWarps > 32 && w + 32 < warps) {
+  if constexpr (kCtas * kMaxWarps > 32) {
+    for (int more = w + 32; more < warps; more += 32) {
 #pragma unroll
-    for (int i = 0; i < N; ++i) v[i] += partials[(w + 32) * N + i];
+      for (int i = 0; i < N; ++i) v[i] += partials[more * N + i];
+    }
   }
   WarpSum(v, span);  // its shuffles consume every lane's reads of the stage
   // The reads above (generic proxy) before the peers' next st.async (async

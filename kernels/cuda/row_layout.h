@@ -28,9 +28,11 @@ inline constexpr int kMaxThreads = 512;
 // Threads a block aims for when rows are short (several rows per block).
 inline constexpr int kTargetThreads = 256;
 // Blocks of a cluster that splits one backward row: kClusterCtas, or
-// kWideClusterCtas for rows too long for that.
+// kWideClusterCtas for rows too long for that, or kWidestClusterCtas (fp32
+// rows only; 8: the largest portable cluster).
 inline constexpr int kClusterCtas = 2;
 inline constexpr int kWideClusterCtas = 4;
+inline constexpr int kWidestClusterCtas = 8;
 // Register kernels exist for iters in {1, 2, 4, 8} with vec * iters at most
 // this many elements per thread and row (backward: 64 bytes of each stored
 // tensor, which a prefetched row doubles).
@@ -115,10 +117,11 @@ inline RowLayout ChooseRowLayout(Pass pass, DType dtype, int64_t hidden, bool al
   // Rows too long for two blocks (fp32 up to 32768, 16-bit up to 65536) are
   // split over four rather than streamed: fp32 4096 x 20000 RMSNorm 934 ->
   // 410 us, LayerNorm 1382 -> 375 us; bf16 1024 x 65536 1166 -> 172 us,
-  // 2198 -> 183 us (bench/results/gpu-2026-11-24-round11.md).
+  // 2198 -> 183 us (bench/results/gpu-2026-11-24-round11.md); fp32 rows up
+  // to 65536 over eight.
   if (pass == Pass::kBackward && !fits && layout.vec > 1) {
     const int64_t per_row = (vectors + 3) / 4;
-    for (const int ctas : {kClusterCtas, kWideClusterCtas}) {
+    for (const int ctas : {kClusterCtas, kWideClusterCtas, kWidestClusterCtas}) {
       const int64_t cluster_tpr = (per_row + 32 * ctas - 1) / (32 * ctas) * (32 * ctas);
       const int cluster_iters = ItersFor(vectors, cluster_tpr);
       if (cluster_tpr <= int64_t{ctas} * kMaxThreads && layout.vec * cluster_iters <= max_elems) {

@@ -210,7 +210,7 @@ inline constexpr size_t kScratchBytes = sizeof(float) * GroupScratch::kFloats;
 constexpr size_t ClusterScratchBytes(int ctas) {
   return sizeof(float) * 2 * (ctas * kMaxWarps) * kMaxGroupSums + 4 * sizeof(uint64_t);
 }
-inline constexpr int kMaxClusterCtas = 4;
+inline constexpr int kMaxClusterCtas = 8;
 inline constexpr size_t kClusterScratchBytes = ClusterScratchBytes(kMaxClusterCtas);
 
 // Host side: dynamic shared memory that, with a kernel's static GroupSum

@@ -18,6 +18,7 @@ using kernels::cuda::kClusterCtas;
 using kernels::cuda::kMaxThreads;
 using kernels::cuda::kTargetThreads;
 using kernels::cuda::kWideClusterCtas;
+using kernels::cuda::kWidestClusterCtas;
 using kernels::cuda::MaxElemsPerThread;
 using kernels::cuda::Pass;
 using kernels::cuda::RowLayout;
@@ -51,13 +52,14 @@ TEST(RowLayoutTest, EveryLayoutCoversTheRowWithAnInstantiatedKernel) {
             // per thread, one row per cluster of whole warps per block, the
             // wide cluster only for rows the narrow one cannot hold.
             ASSERT_EQ(pass, Pass::kBackward);
-            ASSERT_TRUE(l.ctas_per_row == kClusterCtas || l.ctas_per_row == kWideClusterCtas);
+            ASSERT_TRUE(l.ctas_per_row == kClusterCtas || l.ctas_per_row == kWideClusterCtas ||
+                        (l.ctas_per_row == kWidestClusterCtas && elem == 4));
             ASSERT_EQ(l.vec, 16 / elem);
             ASSERT_EQ(l.iters, 4);
             ASSERT_EQ(l.rows_per_cta, 1);
             ASSERT_EQ(l.tpr % (32 * l.ctas_per_row), 0);
-            if (l.ctas_per_row == kWideClusterCtas) {
-              ASSERT_GT(hidden, int64_t{kClusterCtas} * kMaxThreads * l.iters * l.vec);
+            if (l.ctas_per_row > kClusterCtas) {
+              ASSERT_GT(hidden, int64_t{l.ctas_per_row / 2} * kMaxThreads * l.iters * l.vec);
             }
           } else if (l.tpr < 32) {
             ASSERT_EQ(l.tpr & (l.tpr - 1), 0);
@@ -99,6 +101,8 @@ TEST(RowLayoutTest, MeasuredChoices) {
       {Pass::kBackward, DType::kF32, 20000, 1280, 4, 4},   // wide cluster
       {Pass::kBackward, DType::kF32, 32768, 2048, 4, 4},   // wide cluster
       {Pass::kBackward, DType::kBF16, 65536, 2048, 4, 4},  // wide cluster
+      {Pass::kBackward, DType::kF32, 40000, 2560, 4, 8},   // widest cluster
+      {Pass::kBackward, DType::kF32, 65536, 4096, 4, 8},   // widest cluster
   };
   for (const Expected& e : cases) {
     const RowLayout l = ChooseRowLayout(e.pass, e.dtype, e.hidden, /*aligned=*/true);
@@ -109,8 +113,8 @@ TEST(RowLayoutTest, MeasuredChoices) {
     EXPECT_EQ(l.ctas_per_row, e.ctas_per_row);
   }
   // Too long for a cluster's registers: the streaming kernels.
-  EXPECT_TRUE(ChooseRowLayout(Pass::kBackward, DType::kF32, 32772, true).streaming());
-  EXPECT_TRUE(ChooseRowLayout(Pass::kBackward, DType::kF32, 65536, true).streaming());
+  EXPECT_TRUE(ChooseRowLayout(Pass::kBackward, DType::kF32, 65535, true).streaming());
+  EXPECT_TRUE(ChooseRowLayout(Pass::kBackward, DType::kBF16, 65535, true).streaming());
   EXPECT_TRUE(ChooseRowLayout(Pass::kForward, DType::kBF16, 65536, true).streaming());
 }
 
