@@ -154,18 +154,9 @@ int BackwardResidentBlocks(const RowLayout& layout, int64_t hidden, int sms) {
             return cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernel,
                                                                  layout.threads(), bytes);
           }
-          cudaLaunchAttribute cluster;
-          cluster.id = cudaLaunchAttributeClusterDimension;
-          cluster.val.clusterDim.x = static_cast<unsigned>(ctas);
-          cluster.val.clusterDim.y = 1;
-          cluster.val.clusterDim.z = 1;
-          cudaLaunchConfig_t config = {};
-          config.gridDim = dim3(static_cast<unsigned>(ctas * sms));
-          config.blockDim = dim3(static_cast<unsigned>(layout.threads()));
-          config.dynamicSmemBytes = bytes;
-          config.attrs = &cluster;
-          config.numAttrs = 1;
-          return cudaOccupancyMaxActiveClusters(&clusters, kernel, &config);
+          const ClusterLaunch launch(static_cast<unsigned>(sms), ctas,
+                                     static_cast<unsigned>(layout.threads()), bytes, nullptr);
+          return cudaOccupancyMaxActiveClusters(&clusters, kernel, &launch.config);
         };
         if constexpr (kIters == 0) {
           return occupancy(&BackwardStreamKernel<T, kVec>, 0, 1);

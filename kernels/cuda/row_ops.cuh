@@ -222,24 +222,37 @@ cudaError_t AllowDynamicShared(Kernel* kernel, size_t bytes) {
                               static_cast<int>(bytes));
 }
 
+// The configuration of a 1-D launch of `clusters` clusters of `ctas` blocks
+// each (for cudaLaunchKernelEx and cudaOccupancyMaxActiveClusters). Not
+// copyable: `config` points at `cluster`.
+struct ClusterLaunch {
+  cudaLaunchAttribute cluster;
+  cudaLaunchConfig_t config;
+  ClusterLaunch(unsigned clusters, int ctas, unsigned block_threads, size_t shared_bytes,
+                cudaStream_t stream) {
+    cluster.id = cudaLaunchAttributeClusterDimension;
+    cluster.val.clusterDim.x = static_cast<unsigned>(ctas);
+    cluster.val.clusterDim.y = 1;
+    cluster.val.clusterDim.z = 1;
+    config = {};
+    config.gridDim = dim3(clusters * static_cast<unsigned>(ctas));
+    config.blockDim = dim3(block_threads);
+    config.dynamicSmemBytes = shared_bytes;
+    config.stream = stream;
+    config.attrs = &cluster;
+    config.numAttrs = 1;
+  }
+  ClusterLaunch(const ClusterLaunch&) = delete;
+  ClusterLaunch& operator=(const ClusterLaunch&) = delete;
+};
+
 // Launches `kernel` as `clusters` clusters of `ctas` blocks each (1-D).
 template <typename... Params, typename... Args>
 cudaError_t LaunchClusters(void (*kernel)(Params...), unsigned clusters, int ctas,
                            unsigned block_threads, size_t shared_bytes, cudaStream_t stream,
                            Args... args) {
-  cudaLaunchAttribute cluster;
-  cluster.id = cudaLaunchAttributeClusterDimension;
-  cluster.val.clusterDim.x = static_cast<unsigned>(ctas);
-  cluster.val.clusterDim.y = 1;
-  cluster.val.clusterDim.z = 1;
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(clusters * static_cast<unsigned>(ctas));
-  config.blockDim = dim3(block_threads);
-  config.dynamicSmemBytes = shared_bytes;
-  config.stream = stream;
-  config.attrs = &cluster;
-  config.numAttrs = 1;
-  return cudaLaunchKernelEx(&config, kernel, args...);
+  const ClusterLaunch launch(clusters, ctas, block_threads, shared_bytes, stream);
+  return cudaLaunchKernelEx(&launch.config, kernel, args...);
 }
 
 // A thread's place in the row layout (row_layout.h): its row group in the
