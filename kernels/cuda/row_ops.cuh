@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "row_layout.h"
+
 namespace normserve::kernels::cuda {
 
 __device__ __forceinline__ float ToFloat(float v) { return v; }
@@ -210,7 +212,7 @@ inline constexpr size_t kScratchBytes = sizeof(float) * GroupScratch::kFloats;
 constexpr size_t ClusterScratchBytes(int ctas) {
   return sizeof(float) * 2 * (ctas * kMaxWarps) * kMaxGroupSums + 4 * sizeof(uint64_t);
 }
-inline constexpr int kMaxClusterCtas = 8;
+inline constexpr int kMaxClusterCtas = kWidestClusterCtas;
 inline constexpr size_t kClusterScratchBytes = ClusterScratchBytes(kMaxClusterCtas);
 
 // Host side: dynamic shared memory that, with a kernel's static GroupSum
