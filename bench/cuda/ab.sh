@@ -5,7 +5,7 @@
 # VARIANTS), the CUDA suite on `new`, then every variant's bench in two alternating
 # rounds. Results: $OUT/ab.tgz (JSON lines; bench/cuda/ab_table.py makes the table).
 # Carry .carry and .devdeps (git-ignored).
-#   OUT=$OUT VARIANTS="a b" SHAPES=32768x4096,1x4096 bash bench/cuda/ab.sh
+#   OUT=$OUT VARIANTS="a b" SHAPES=32768x4096,1x4096 [OPS=rms_fwd,ln_fwd] bash bench/cuda/ab.sh
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 export LD_LIBRARY_PATH=$PWD/.devdeps/lib/x86_64-linux-gnu
@@ -30,15 +30,17 @@ wait
 for n in "${names[@]}"; do cp /tmp/v/$n/build.log "$OUT/build_$n.log" 2>/dev/null; done
 if [[ ${TEST:-1} == 1 ]]; then
   stamp test
-  timeout 300 /tmp/v/new/b/tests/kernels/normserve_kernels_test --gtest_filter='*cuda*' --gtest_brief=1 > "$OUT/tests.log" 2>&1
-  echo "suite rc=$?"; grep -E "PASSED|FAILED|SKIPPED" "$OUT/tests.log" | head -20
+  # Line-buffered and per test, so a suite cut off by the timeout still says where it was.
+  timeout ${TEST_TIMEOUT:-450} stdbuf -oL /tmp/v/new/b/tests/kernels/normserve_kernels_test \
+    --gtest_filter='*cuda*' > "$OUT/tests.log" 2>&1
+  echo "suite rc=$?"; grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran" "$OUT/tests.log" | head -20
 fi
 stamp bench
 for r in a b; do
   for n in "${names[@]}"; do
     B=/tmp/v/$n/b/bench/cuda/normserve_cuda_bench; [[ -x $B ]] || continue
     for dt in ${DTYPES:-bf16 fp32}; do
-      timeout 200 $B --dtype $dt --shapes $SHAPES --reps ${REPS:-100} --json "$OUT/ab_${n}_${dt}_$r.jsonl" > /dev/null 2>"$OUT/err_${n}_${dt}_$r.txt" || echo "bench $n $dt $r failed"
+      timeout 200 $B --dtype $dt --shapes $SHAPES --reps ${REPS:-100} ${OPS:+--ops $OPS} --json "$OUT/ab_${n}_${dt}_$r.jsonl" > /dev/null 2>"$OUT/err_${n}_${dt}_$r.txt" || echo "bench $n $dt $r failed"
     done
   done
 done

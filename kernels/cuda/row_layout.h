@@ -77,25 +77,23 @@ inline RowLayout ChooseRowLayout(Pass pass, DType dtype, int64_t hidden, bool al
   //    bench/results/gpu-2026-11-23-round6.md; before packing, 8 vectors won
   //    at 16384: round2.md);
   //  - backward: a row that 2 vectors per thread spread over at most
-  //    kTargetThreads threads, or exactly kMaxThreads (hidden <= 4096, 8192),
-  //    takes 2 vectors per thread rather than 4: at 4 vectors the dw and db
-  //    registers of LayerNorm with a bias left the staged kernel spilling
-  //    (round7.md: LayerNorm 65536 x 1024 194 -> 157 us, 16384 x 8192
-  //    372 -> 316 us; RMSNorm 160 -> 155, 309 -> 299 us; round2.md: 32768 x
-  //    4096 RMSNorm 434 -> 413 us). Between the two (hidden 5000: 313
-  //    threads) RMSNorm measured faster at 4 (68 -> 74 us at 2, LayerNorm
-  //    92 -> 87). Longer rows split over a cluster at 2 vectors per thread
-  //    measured slower than one block at 4 (8192 x 16384: RMSNorm
-  //    312 -> 445 us, LayerNorm 380 -> 474 us, round7.md).
+  //    kMaxThreads threads (hidden <= 8192) takes 2 vectors per thread rather
+  //    than 4: at 4 vectors the dw and db registers of LayerNorm with a bias
+  //    left the staged kernel spilling (round7.md: LayerNorm 65536 x 1024
+  //    194 -> 157 us, 16384 x 8192 372 -> 316 us; RMSNorm 160 -> 155,
+  //    309 -> 299 us; round2.md: 32768 x 4096 RMSNorm 434 -> 413 us; bf16
+  //    4096 x 5000 LayerNorm 84.8 -> 72.0 us, RMSNorm 66.5 -> 66.3,
+  //    gpu-2026-11-24-round12.md, where round 7 had measured RMSNorm 68 -> 74
+  //    before the staged kernel's later changes). Longer rows split over a
+  //    cluster at 2 vectors per thread measured slower than one block at 4
+  //    (8192 x 16384: RMSNorm 312 -> 445 us, LayerNorm 380 -> 474 us,
+  //    round7.md).
   int preferred = pass == Pass::kForward && layout.vec != 8 ? 8 : 4;
   if (layout.vec == 8) {
     const int64_t threads_at_4 = ((vectors + 3) / 4 + 31) / 32 * 32;
     const int64_t threads_at_2 = (vectors + 1) / 2;
     if (pass == Pass::kForward && threads_at_4 > kMaxThreads) preferred = 8;
-    if (pass == Pass::kBackward &&
-        (threads_at_2 <= kTargetThreads || threads_at_2 == kMaxThreads)) {
-      preferred = 2;
-    }
+    if (pass == Pass::kBackward && threads_at_2 <= kMaxThreads) preferred = 2;
   }
   int64_t tpr = (vectors + preferred - 1) / preferred;
   if (tpr <= 32) {

@@ -85,7 +85,7 @@ TEST(RowLayoutTest, MeasuredChoices) {
   const Expected cases[] = {
       {Pass::kBackward, DType::kBF16, 1024, 64, 2, 1},     // 2 vectors, 4 rows per block
       {Pass::kBackward, DType::kBF16, 4096, 256, 2, 1},    // 2 vectors, one block
-      {Pass::kBackward, DType::kBF16, 5000, 160, 4, 1},    // 4 vectors
+      {Pass::kBackward, DType::kBF16, 5000, 320, 2, 1},    // 2 vectors, one block
       {Pass::kForward, DType::kBF16, 4096, 128, 4, 1},     // 4 vectors of 8
       {Pass::kForward, DType::kF32, 4096, 128, 8, 1},      // 8 vectors of 4
       {Pass::kForward, DType::kBF16, 12288, 384, 4, 1},    // 4 vectors, one block
