@@ -32,7 +32,7 @@ if [[ ${TEST:-1} == 1 ]]; then
   stamp test
   # Line-buffered and per test, so a suite cut off by the timeout still says where it was.
   timeout ${TEST_TIMEOUT:-450} stdbuf -oL /tmp/v/new/b/tests/kernels/normserve_kernels_test \
-    --gtest_filter='*cuda*' > "$OUT/tests.log" 2>&1
+    --gtest_filter="${TEST_FILTER:-*cuda*}" > "$OUT/tests.log" 2>&1
   echo "suite rc=$?"; grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran" "$OUT/tests.log" | head -20
 fi
 stamp bench

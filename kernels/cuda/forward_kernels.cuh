@@ -54,11 +54,42 @@ __device__ __forceinline__ float RstdOfSumOfSquares(float sum_sq, const NormScal
 // and p - 0.0f is p exactly, so the compiler drops it without changing a bit.
 // kFull: every vector of every thread lies inside the row and the statistic
 // (hidden = ITERS * tpr * VEC, k = hidden), so no test is compiled.
-template <bool kCenter, int VEC, int ITERS, bool kFull = false, typename Load, typename Scratch>
+// kOneReduction (LayerNorm, full rows; ForwardOneReduction says which
+// kernels): the mean and the squares come from one group reduction
+// (GroupMoments) of each thread's sum and squares about its own mean, instead
+// of a reduction for the mean and then one for the squares about it.
+template <bool kCenter, int VEC, int ITERS, bool kFull = false, bool kOneReduction = false,
+          typename Load, typename Scratch>
 __device__ __forceinline__ void RowStatsOf(Load load, int tpr, int t, int d,
                                            const NormScalars& norm, Scratch& scratch, float& mean,
                                            float& rstd) {
   const int k = static_cast<int>(norm.stat_len);
+  if constexpr (kOneReduction) {
+    static_assert(kCenter && kFull, "equal counts in every thread: full LayerNorm rows");
+    constexpr int kCount = ITERS * VEC;  // a power of two
+    float sum = 0.0f;
+#pragma unroll
+    for (int it = 0; it < ITERS; ++it) {
+      float p[VEC];
+      load(it, p);
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) sum += p[i];
+    }
+    const float own_mean = __fmul_rn(sum, 1.0f / kCount);  // exact
+    float m2 = 0.0f;
+#pragma unroll
+    for (int it = 0; it < ITERS; ++it) {
+      float q[VEC];
+      load(it, q);
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) q[i] -= own_mean;
+      AddSquaresBelow(q, 0, VEC, m2);
+    }
+    GroupMoments(sum, m2, kCount, tpr, norm.inv_hidden, scratch);
+    mean = MeanOfSum(sum, norm);
+    rstd = RstdOfSumOfSquares(m2, norm);
+    return;
+  }
   mean = 0.0f;
   if constexpr (kCenter) {
     float sum[1] = {0.0f};
@@ -83,6 +114,20 @@ __device__ __forceinline__ void RowStatsOf(Load load, int tpr, int t, int d,
   }
   GroupSum(sum_sq, tpr, scratch);
   rstd = RstdOfSumOfSquares(sum_sq[0], norm);
+}
+
+// Whether a forward kernel takes LayerNorm's statistics from one reduction
+// (RowStatsOf): full rows of at most 32 values per thread. Measured on the
+// H100 (bench/results/gpu-2026-11-24-round12.md): the 1 x 4096 kernel 160 ns
+// (bf16) and 256 ns (fp32) shorter (ncu), fp32 4096 x 3072 41.8 -> 40.4 us;
+// the cost, fp32 32768 x 4096 359.9 -> 361.1 us. It depends on the row's
+// layout and statistic, never on the batch, so a row's bits do not either.
+// Rows of 64 values per thread keep two reductions: their 16-bit register
+// instances are at 124-128 registers, and their staged fused kernel must sum
+// as they do.
+template <bool kCenter, int VEC, int ITERS, bool kFull>
+__host__ __device__ constexpr bool ForwardOneReduction() {
+  return kCenter && kFull && ITERS * VEC <= 32;
 }
 
 // Row statistics from the fp32 row held in registers (padding holds zeros).
@@ -311,8 +356,8 @@ __global__ void __launch_bounds__(kMaxThreads)
   }
 
   float mean, rstd;
-  RowStatsOf<kCenter, VEC, ITERS, kFull>([&](int it, float(&v)[VEC]) { p.Get(it, v); }, tpr, t, d,
-                                         a.norm, scratch, mean, rstd);
+  RowStatsOf<kCenter, VEC, ITERS, kFull, ForwardOneReduction<kCenter, VEC, ITERS, kFull>()>(
+      [&](int it, float(&v)[VEC]) { p.Get(it, v); }, tpr, t, d, a.norm, scratch, mean, rstd);
   const float mul = rstd * a.norm.scale;
   if constexpr (kPreload) CpAsyncWait<0>();  // this thread's weight / bias copies
 

@@ -358,6 +358,62 @@ __device__ __forceinline__ void GroupSum(float (&v)[N], int tpr,
   WarpSum(v, span);
 }
 
+// A row group's sum and M2 (sum of squared deviations from the mean) from
+// each thread's sum and M2 of `count` values (the same power of two in every
+// thread), with `total` = count * tpr values in all; every thread of the group
+// gets the same bits. One reduction where the sum and then the squares about
+// its mean would take two (LayerNorm's statistics). Within a warp, an xor
+// butterfly of Chan's merge for halves of n values each: sum = a + b,
+// M2 = M2a + M2b + (a - b)^2 / (2 n), which is symmetric in the partners, so
+// both get the same bits. Across warps, butterflies as GroupSum's second
+// stage sum the warps' sums s_w, then M2 = sum_w (M2_w + (s_w - n_w m)^2 / n_w)
+// about the mean m = sum / total. Every thread of the block must call it.
+template <bool kDoubleBuffered>
+__device__ __forceinline__ void GroupMoments(float& sum, float& m2, int count, int tpr,
+                                             float inv_total,
+                                             GroupScratchOf<kDoubleBuffered>& scratch) {
+  float half_weight = 0.5f / static_cast<float>(count);  // 1 / (2 n); n doubles per step
+  for (int offset = (tpr < 32 ? tpr : 32) / 2; offset > 0; offset /= 2) {
+    const float other_sum = __shfl_xor_sync(0xffffffffu, sum, offset);
+    const float other_m2 = __shfl_xor_sync(0xffffffffu, m2, offset);
+    const float d = __fsub_rn(sum, other_sum);
+    m2 = __fmaf_rn(d, __fmul_rn(d, half_weight), __fadd_rn(m2, other_m2));
+    sum = __fadd_rn(sum, other_sum);
+    half_weight *= 0.5f;
+  }
+  if (tpr <= 32) return;
+  float* buffer = scratch.buffers;
+  if constexpr (kDoubleBuffered) {
+    buffer += scratch.phase * kMaxWarps * kMaxGroupSums;
+    scratch.phase ^= 1;
+  } else {
+    __syncthreads();  // the previous call's readers are done with the buffer
+  }
+  const int warp = threadIdx.x / 32;
+  if (threadIdx.x % 32 == 0) {
+    buffer[2 * warp] = sum;
+    buffer[2 * warp + 1] = m2;
+  }
+  const int warps = tpr / 32;
+  const int first = (warps & (warps - 1)) == 0 ? warp & ~(warps - 1) : warp / warps * warps;
+  __syncthreads();
+  // As GroupSum's second stage: lane l of a span takes warp l's partials,
+  // a butterfly sums the sums, then one sums the warps' M2 about the mean.
+  const int span = PartialsSpan(warps);
+  const int w = threadIdx.x % 32 & (span - 1);
+  const float warp_sum = w < warps ? buffer[2 * (first + w)] : 0.0f;
+  const float warp_m2 = w < warps ? buffer[2 * (first + w) + 1] : 0.0f;
+  float total[1] = {warp_sum};
+  WarpSum(total, span);
+  sum = total[0];
+  const float warp_count = 32.0f * static_cast<float>(count);
+  const float inv_warp_count = 1.0f / warp_count;  // a power of two: exact
+  const float e = w < warps ? __fmaf_rn(-warp_count, __fmul_rn(sum, inv_total), warp_sum) : 0.0f;
+  float spread[1] = {__fmaf_rn(e, __fmul_rn(e, inv_warp_count), warp_m2)};
+  WarpSum(spread, span);
+  m2 = spread[0];
+}
+
 }  // namespace normserve::kernels::cuda
 
 #endif  // NORMSERVE_KERNELS_CUDA_ROW_OPS_CUH_

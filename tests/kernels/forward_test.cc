@@ -114,7 +114,9 @@ INSTANTIATE_TEST_SUITE_P(Kernels, ForwardTest,
 // More rows than the CUDA forward's staged kernel has blocks (two per SM), so
 // each block walks several rows and refills its stages; with and without the
 // residual branch (which the staged kernel stages too: 16-bit rows of 20000).
-// A short second segment follows.
+// A short second segment follows. 512 and 6144: full LayerNorm rows whose
+// statistics come from one reduction (GroupMoments) over groups of 16 threads,
+// several per warp and block, and over 6 warps (not a power of two).
 class ManyRowsForwardTest : public BackendTest<DType, int64_t> {};
 
 TEST_P(ManyRowsForwardTest, EveryRowMatchesReference) {
@@ -136,7 +138,8 @@ TEST_P(ManyRowsForwardTest, EveryRowMatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(Kernels, ManyRowsForwardTest,
                          ::testing::Combine(::testing::ValuesIn(BackendNames()), AllDTypes(),
-                                            ::testing::Values(int64_t{10000}, int64_t{20000})),
+                                            ::testing::Values(int64_t{512}, int64_t{6144},
+                                                              int64_t{10000}, int64_t{20000})),
                          SuiteParamName);
 
 }  // namespace
