@@ -222,7 +222,7 @@ __device__ __forceinline__ int RowGroupOf(int thread, int tpr) {
 }
 
 // One row per group of tpr threads, held in registers: read once, written once.
-// kPreload (launches of at most one block per SM, 16-byte vectors; chosen by
+// kPreload (latency-bound launches, 16-byte vectors; chosen by
 // the launcher): weight and bias are copied into shared memory (cp.async, no
 // registers) while the row is loaded and reduced, so a latency-bound launch
 // makes one memory round trip instead of two. Each thread copies and reads

@@ -24,10 +24,18 @@ inline bool FitsSharedMemory(size_t bytes) {
 template <typename T, int kVec, int kIters, bool kCenter>
 cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaStream_t stream) {
   const int max_chunks = MaxChunksPerSegment();  // 2 per SM
-  // At most one block per SM at the layout's rows per block: the launch is
-  // latency-bound (weight / bias preloaded below).
+  // At most one block per SM at the layout's rows per block, or two for rows
+  // of 128 threads or more: the launch is latency-bound (weight / bias
+  // preloaded below). Measured on the H100 (gpu-2026-11-24-round12.md, call
+  // 8), the second case: bf16 512 x 4096 RMSNorm 8.3 -> 7.75 us, LayerNorm
+  // 8.5 -> 8.15, add + RMSNorm 10.1 -> 9.95; fp32 11.4 -> 10.2 us LayerNorm;
+  // 256 x 8192 fp32 LayerNorm 11.3 -> 10.25. Rows of fewer threads, several
+  // per block, each row group copying its own parameters, measured slower
+  // so (bf16 2048 x 1024 RMSNorm 7.9 -> 8.55 us), and so did four blocks per
+  // SM (bf16 LayerNorm 512 x 8192 10.6 -> 11.3 us).
+  const int64_t layout_blocks = (a.rows + layout.rows_per_cta - 1) / layout.rows_per_cta;
   const bool latency_bound =
-      2 * ((a.rows + layout.rows_per_cta - 1) / layout.rows_per_cta) <= max_chunks;
+      2 * layout_blocks <= max_chunks || (layout.tpr >= 128 && layout_blocks <= max_chunks);
   // One row per block for row groups of 128 threads or more, and in launches
   // of fewer rows than SMs (more SMs busy, no idle row group in a block of one
   // row). Measured on the H100 (round8.md): bf16 add + RMSNorm 32768 x 4096
