@@ -64,9 +64,9 @@ __device__ __forceinline__ void RowStatsOf(Load load, int tpr, int t, int d,
                                            const NormScalars& norm, Scratch& scratch, float& mean,
                                            float& rstd) {
   const int k = static_cast<int>(norm.stat_len);
-  if constexpr (kOneReduction) {
-    static_assert(kCenter && kFull, "equal counts in every thread: full LayerNorm rows");
-    constexpr int kCount = ITERS * VEC;  // a power of two
+  // The thread's running sum of its values, and of its squares about `center`
+  // inside the statistic.
+  auto thread_sum = [&] {
     float sum = 0.0f;
 #pragma unroll
     for (int it = 0; it < ITERS; ++it) {
@@ -75,45 +75,39 @@ __device__ __forceinline__ void RowStatsOf(Load load, int tpr, int t, int d,
 #pragma unroll
       for (int i = 0; i < VEC; ++i) sum += p[i];
     }
-    const float own_mean = __fmul_rn(sum, 1.0f / kCount);  // exact
-    float m2 = 0.0f;
+    return sum;
+  };
+  auto thread_squares = [&](float center) {
+    float sum_sq = 0.0f;
 #pragma unroll
     for (int it = 0; it < ITERS; ++it) {
       float q[VEC];
       load(it, q);
 #pragma unroll
-      for (int i = 0; i < VEC; ++i) q[i] -= own_mean;
-      AddSquaresBelow(q, 0, VEC, m2);
+      for (int i = 0; i < VEC; ++i) q[i] -= center;
+      AddSquaresBelow(q, kFull ? 0 : (it * tpr + t) * VEC, kFull ? VEC : k, sum_sq);
     }
+    return sum_sq;
+  };
+  if constexpr (kOneReduction) {
+    static_assert(kCenter && kFull, "equal counts in every thread: full LayerNorm rows");
+    constexpr int kCount = ITERS * VEC;  // a power of two
+    float sum = thread_sum();
+    float m2 = thread_squares(__fmul_rn(sum, 1.0f / kCount));  // about its own mean (exact)
     GroupMoments(sum, m2, kCount, tpr, norm.inv_hidden, scratch);
     mean = MeanOfSum(sum, norm);
     rstd = RstdOfSumOfSquares(m2, norm);
-    return;
-  }
-  mean = 0.0f;
-  if constexpr (kCenter) {
-    float sum[1] = {0.0f};
-#pragma unroll
-    for (int it = 0; it < ITERS; ++it) {
-      float p[VEC];
-      load(it, p);
-#pragma unroll
-      for (int i = 0; i < VEC; ++i) sum[0] += p[i];
+  } else {
+    mean = 0.0f;
+    if constexpr (kCenter) {
+      float sum[1] = {thread_sum()};
+      GroupSum(sum, tpr, scratch);
+      mean = MeanOfSum(sum[0], norm);
     }
-    GroupSum(sum, tpr, scratch);
-    mean = MeanOfSum(sum[0], norm);
+    float sum_sq[1] = {thread_squares(mean)};
+    GroupSum(sum_sq, tpr, scratch);
+    rstd = RstdOfSumOfSquares(sum_sq[0], norm);
   }
-  float sum_sq[1] = {0.0f};
-#pragma unroll
-  for (int it = 0; it < ITERS; ++it) {
-    float q[VEC];
-    load(it, q);
-#pragma unroll
-    for (int i = 0; i < VEC; ++i) q[i] -= mean;
-    AddSquaresBelow(q, kFull ? 0 : (it * tpr + t) * VEC, kFull ? VEC : k, sum_sq[0]);
-  }
-  GroupSum(sum_sq, tpr, scratch);
-  rstd = RstdOfSumOfSquares(sum_sq[0], norm);
 }
 
 // Whether a forward kernel takes LayerNorm's statistics from one reduction

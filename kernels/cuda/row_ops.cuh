@@ -201,6 +201,17 @@ struct GroupScratchOf {
   static constexpr int kFloats = 2 * kMaxWarps * kMaxGroupSums;
   float* buffers;  // __shared__ float[kFloats]
   int phase = 0;
+  // The buffer of the calling reduction (GroupSum, GroupMoments).
+  __device__ __forceinline__ float* Next() {
+    if constexpr (kDoubleBuffered) {
+      float* buffer = buffers + phase * kMaxWarps * kMaxGroupSums;
+      phase ^= 1;
+      return buffer;
+    } else {
+      __syncthreads();  // the previous call's readers are done with the buffer
+      return buffers;
+    }
+  }
 };
 using GroupScratch = GroupScratchOf<true>;
 
@@ -310,6 +321,13 @@ __device__ __forceinline__ int PartialsSpan(int warps) {
   return warps == 1 ? 1 : 1 << (32 - __clz(warps - 1));
 }
 
+// The first warp of the row group of `warps` warps that holds `warp`; without
+// a division where warps is a power of two (these reductions are on the
+// latency-bound path of small launches).
+__device__ __forceinline__ int FirstWarpOfGroup(int warp, int warps) {
+  return (warps & (warps - 1)) == 0 ? warp & ~(warps - 1) : warp / warps * warps;
+}
+
 // Sums each of v[0..N) over the `tpr` threads of the caller's row group
 // (threads [g * tpr, (g + 1) * tpr) of the block); every thread of the group
 // gets the same bits. The order of additions depends on tpr alone. Every
@@ -326,13 +344,7 @@ __device__ __forceinline__ void GroupSum(float (&v)[N], int tpr,
   static_assert(N <= kMaxGroupSums, "scratch holds kMaxGroupSums values per warp");
   WarpSum(v, tpr < 32 ? tpr : 32);
   if (tpr <= 32) return;
-  float* buffer = scratch.buffers;
-  if constexpr (kDoubleBuffered) {
-    buffer += scratch.phase * kMaxWarps * kMaxGroupSums;
-    scratch.phase ^= 1;
-  } else {
-    __syncthreads();  // the previous call's readers are done with the buffer
-  }
+  float* buffer = scratch.Next();
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (lane == 0) {
@@ -340,9 +352,7 @@ __device__ __forceinline__ void GroupSum(float (&v)[N], int tpr,
     for (int i = 0; i < N; ++i) buffer[warp * N + i] = v[i];
   }
   const int warps = tpr / 32;  // the group's warps
-  // The group's first warp; without a division where warps is a power of two
-  // (these sums are on the latency-bound path of small launches).
-  const int first = (warps & (warps - 1)) == 0 ? warp & ~(warps - 1) : warp / warps * warps;
+  const int first = FirstWarpOfGroup(warp, warps);
   __syncthreads();
   // warps <= 16. Lanes form groups of `span` that each read all partials,
   // lane l the one of warp l % span, so the butterfly within every group
@@ -382,20 +392,14 @@ __device__ __forceinline__ void GroupMoments(float& sum, float& m2, int count, i
     half_weight *= 0.5f;
   }
   if (tpr <= 32) return;
-  float* buffer = scratch.buffers;
-  if constexpr (kDoubleBuffered) {
-    buffer += scratch.phase * kMaxWarps * kMaxGroupSums;
-    scratch.phase ^= 1;
-  } else {
-    __syncthreads();  // the previous call's readers are done with the buffer
-  }
+  float* buffer = scratch.Next();
   const int warp = threadIdx.x / 32;
   if (threadIdx.x % 32 == 0) {
     buffer[2 * warp] = sum;
     buffer[2 * warp + 1] = m2;
   }
   const int warps = tpr / 32;
-  const int first = (warps & (warps - 1)) == 0 ? warp & ~(warps - 1) : warp / warps * warps;
+  const int first = FirstWarpOfGroup(warp, warps);
   __syncthreads();
   // As GroupSum's second stage: lane l of a span takes warp l's partials,
   // a butterfly sums the sums, then one sums the warps' M2 about the mean.
