@@ -1,0 +1,48 @@
+#!/usr/bin/env python3
+"""Kernel durations from ncu CSV files, one column per file: the median gpu__time_duration of
+each forward-kernel instance and grid (ncu locks the clocks and flushes the caches per kernel,
+so it separates differences of ~30 ns that event timings of one-row launches do not).
+
+  ncu --kernel-name regex:ForwardKernel --metrics gpu__time_duration.sum --csv \\
+      normserve_cuda_bench --dtype bf16,fp32 --shapes 1x4096 --ops ln_fwd --reps 30 > base.csv
+  ncu_durations.py base.csv new.csv
+"""
+import collections
+import csv
+import statistics
+import sys
+
+SCALE = {"ns": 1.0, "nsecond": 1.0, "us": 1e3, "usecond": 1e3, "ms": 1e6, "msecond": 1e6}
+
+
+def durations(path):
+    rows = [r for r in csv.reader(open(path)) if len(r) > 10]
+    header = rows[0]
+    name, grid = header.index("Kernel Name"), header.index("Grid Size")
+    value, unit = header.index("Metric Value"), header.index("Metric Unit")
+    out = collections.defaultdict(list)
+    for r in rows[1:]:
+        kernel = r[name]
+        # ForwardKernel<T, VEC, ITERS, kPreload, kCenter, RowStorage, kFull>
+        args = [a.strip() for a in kernel[kernel.index("<") + 1:kernel.index(">")].split(",")]
+        key = (args[0], "LN" if args[4] in ("1", "true") else "RMS",
+               "vec %s iters %s preload %s storage %s full %s" % tuple(args[1:4] + args[5:7]),
+               r[grid])
+        out[key].append(float(r[value].replace(",", "")) * SCALE[r[unit]])
+    return out
+
+
+def main():
+    files = sys.argv[1:]
+    tables = [durations(f) for f in files]
+    keys = list(dict.fromkeys(k for t in tables for k in t))
+    print("| dtype | norm | instance | grid | " + " | ".join(files) + " |")
+    print("|" + "---|" * (4 + len(files)))
+    for k in keys:
+        cells = [f"{statistics.median(t[k]):.0f} ns (n={len(t[k])})" if k in t else "—"
+                 for t in tables]
+        print("| " + " | ".join(k) + " | " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main()
