@@ -223,7 +223,7 @@ __device__ __forceinline__ int RowGroupOf(int thread, int tpr) {
 // back only its own columns, so no barrier is needed. The arithmetic is the
 // same either way, so a row's bits do not depend on it. kCenter: LayerNorm.
 // kRow: see ForwardRow (the same bits whichever holds the row). kFull: see
-// RowStatsOf (the launcher picks it with FullRow; the same bits).
+// RowStatsOf (the launcher picks it with FullRow, never by the row count).
 template <typename T, int VEC, int ITERS, bool kPreload, bool kCenter, RowStorage kRow,
           bool kFull = false>
 __global__ void __launch_bounds__(kMaxThreads)

@@ -86,9 +86,10 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
   // for fp32 rows (32768 x 4096 725.6 -> 735.5 us), which keep registers.
   const bool shared_row = sizeof(T) == 2 && kWide && a.y != nullptr && !latency_bound;
   // Rows that fill every thread's vectors, with the statistic over the whole
-  // row, run an instance without bounds tests (the same arithmetic, so the
-  // same bits): fewer instructions on the latency-bound path of small
-  // launches.
+  // row, run an instance without bounds tests (FullRow; for LayerNorm rows of
+  // up to 32 values per thread also one reduction, ForwardOneReduction):
+  // fewer instructions on the latency-bound path of small launches. Every
+  // launch of the row's hidden size and statistic takes it, whatever its rows.
   const bool full = kWide && FullRow(layout, a.hidden, a.norm.stat_len);
   auto choose = [&](auto full_constant) {
     constexpr bool kFull = decltype(full_constant)::value;

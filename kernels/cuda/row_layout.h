@@ -144,8 +144,10 @@ inline RowLayout ChooseRowLayout(Pass pass, DType dtype, int64_t hidden, bool al
 
 // Whether every vector of every thread of the layout lies inside the row
 // (hidden = iters * tpr * vec) and inside the statistic (k = hidden): the
-// launchers then pick kernel instances compiled without bounds tests, with
-// the same arithmetic and so the same bits.
+// launchers then pick kernel instances compiled without bounds tests (and,
+// for short LayerNorm rows, one reduction: ForwardOneReduction). Decided by
+// the layout, hidden size and statistic, never by the row count, so a row's
+// bits do not depend on its batch.
 inline bool FullRow(const RowLayout& layout, int64_t hidden, int64_t stat_len) {
   return layout.iters > 0 && hidden == int64_t{layout.iters} * layout.tpr * layout.vec &&
          stat_len == hidden;
