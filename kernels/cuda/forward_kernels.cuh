@@ -54,74 +54,118 @@ __device__ __forceinline__ float RstdOfSumOfSquares(float sum_sq, const NormScal
 // and p - 0.0f is p exactly, so the compiler drops it without changing a bit.
 // kFull: every vector of every thread lies inside the row and the statistic
 // (hidden = ITERS * tpr * VEC, k = hidden), so no test is compiled.
-// kOneReduction (LayerNorm, full rows; ForwardOneReduction says which
-// kernels): the mean and the squares come from one group reduction
-// (GroupMoments) of each thread's sum and squares about its own mean, instead
-// of a reduction for the mean and then one for the squares about it.
-template <bool kCenter, int VEC, int ITERS, bool kFull = false, bool kOneReduction = false,
-          typename Load, typename Scratch>
+template <bool kCenter, int VEC, int ITERS, bool kFull = false, typename Load, typename Scratch>
 __device__ __forceinline__ void RowStatsOf(Load load, int tpr, int t, int d,
                                            const NormScalars& norm, Scratch& scratch, float& mean,
                                            float& rstd) {
   const int k = static_cast<int>(norm.stat_len);
-  // The thread's running sum of its values, and of its squares about `center`
-  // inside the statistic.
-  auto thread_sum = [&] {
-    float sum = 0.0f;
+  mean = 0.0f;
+  if constexpr (kCenter) {
+    float sum[1] = {0.0f};
 #pragma unroll
     for (int it = 0; it < ITERS; ++it) {
       float p[VEC];
       load(it, p);
 #pragma unroll
-      for (int i = 0; i < VEC; ++i) sum += p[i];
+      for (int i = 0; i < VEC; ++i) sum[0] += p[i];
     }
-    return sum;
-  };
-  auto thread_squares = [&](float center) {
-    float sum_sq = 0.0f;
-#pragma unroll
-    for (int it = 0; it < ITERS; ++it) {
-      float q[VEC];
-      load(it, q);
-#pragma unroll
-      for (int i = 0; i < VEC; ++i) q[i] -= center;
-      AddSquaresBelow(q, kFull ? 0 : (it * tpr + t) * VEC, kFull ? VEC : k, sum_sq);
-    }
-    return sum_sq;
-  };
-  if constexpr (kOneReduction) {
-    static_assert(kCenter && kFull, "equal counts in every thread: full LayerNorm rows");
-    constexpr int kCount = ITERS * VEC;  // a power of two
-    float sum = thread_sum();
-    float m2 = thread_squares(__fmul_rn(sum, 1.0f / kCount));  // about its own mean (exact)
-    GroupMoments(sum, m2, kCount, tpr, norm.inv_hidden, scratch);
-    mean = MeanOfSum(sum, norm);
-    rstd = RstdOfSumOfSquares(m2, norm);
-  } else {
-    mean = 0.0f;
-    if constexpr (kCenter) {
-      float sum[1] = {thread_sum()};
-      GroupSum(sum, tpr, scratch);
-      mean = MeanOfSum(sum[0], norm);
-    }
-    float sum_sq[1] = {thread_squares(mean)};
-    GroupSum(sum_sq, tpr, scratch);
-    rstd = RstdOfSumOfSquares(sum_sq[0], norm);
+    GroupSum(sum, tpr, scratch);
+    mean = MeanOfSum(sum[0], norm);
   }
+  float sum_sq[1] = {0.0f};
+#pragma unroll
+  for (int it = 0; it < ITERS; ++it) {
+    float q[VEC];
+    load(it, q);
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) q[i] -= mean;
+    AddSquaresBelow(q, kFull ? 0 : (it * tpr + t) * VEC, kFull ? VEC : k, sum_sq[0]);
+  }
+  GroupSum(sum_sq, tpr, scratch);
+  rstd = RstdOfSumOfSquares(sum_sq[0], norm);
 }
 
-// Whether a forward kernel takes LayerNorm's statistics from one reduction
-// (RowStatsOf): full rows of at most 32 values per thread. Measured on the
-// H100 (bench/results/gpu-2026-11-24-round12.md): the 1 x 4096 kernel 160 ns
-// (bf16) and 256 ns (fp32) shorter (ncu), fp32 4096 x 3072 41.8 -> 40.4 us;
-// the cost, fp32 32768 x 4096 359.9 -> 361.1 us. It depends on the row's
-// layout and statistic, never on the batch, so a row's bits do not either.
-// Rows of 64 values per thread keep two reductions: their 16-bit register
-// instances are at 124-128 registers, and their staged fused kernel must sum
-// as they do.
-template <bool kCenter, int VEC, int ITERS, bool kFull>
-__host__ __device__ constexpr bool ForwardOneReduction() {
-  return kCenter && kFull && ITERS * VEC <= 32;
+// Whether a forward instance reduces its rows canonically (row_ops.cuh: the
+// order of additions is the row's alone, so a launch may spread a row over
+// more threads, RowLayout::spread): full rows of at most 32 values per thread.
+// It depends on the row's layout and statistic, never on the batch. Against
+// RowStatsOf's running sums, measured on the H100 (bench/results/
+// gpu-2026-11-25-round13.md, call 5): large launches within 0.2 %, fp32
+// LayerNorm faster (4096 x 1024 18.8 -> 17.8 us, 4096 x 4096 51.15 -> 50.3),
+// with the unspread layouts. Rows of 64 values per thread keep RowStatsOf:
+// their 16-bit register instances are at 124-128 registers, their staged
+// fused kernel must sum as they do, and their rows already fill a block.
+template <int VEC, int ITERS, bool kFull>
+__host__ __device__ constexpr bool ForwardCanonical() {
+  return kFull && ITERS * VEC <= 32;
+}
+
+// Canonical row statistics (row_ops.cuh) of a full row. The tree's leaves are
+// runs of 8 values (CanonicalLeafVectors: one 16-bit vector, or an fp32 vector
+// and the one half a row further on, which every layout of the row keeps in
+// one thread), each summed in order; then the tree's levels. LayerNorm's mean
+// and squares come from one reduction of each leaf's sum and squares about
+// its own mean (ChanMerge), measured on the H100 (round12.md) against a
+// reduction for the mean and then one for the squares about it: the 1 x 4096
+// kernel 160 ns (bf16) and 256 ns (fp32) shorter (ncu), fp32 4096 x 3072
+// 41.8 -> 40.4 us, fp32 32768 x 4096 359.9 -> 361.1 us.
+template <bool kCenter, int VEC, int ITERS, typename Load, typename Scratch>
+__device__ __forceinline__ void CanonicalRowStats(Load load, int tpr, int spread,
+                                                  const NormScalars& norm, Scratch& scratch,
+                                                  float& mean, float& rstd) {
+  static_assert((ITERS & (ITERS - 1)) == 0 && (VEC & (VEC - 1)) == 0, "powers of two");
+  constexpr int kLeafVectors = CanonicalLeafVectors(VEC, ITERS);
+  constexpr int kLeaves = ITERS / kLeafVectors;  // leaf j: vectors j + m * kLeaves
+  constexpr int kLeafCount = kLeafVectors * VEC;
+  float sum[kLeaves], sq[kLeaves];  // per leaf: its sum, and its squares (about its mean)
+#pragma unroll
+  for (int j = 0; j < kLeaves; ++j) {
+    float p[kLeafVectors][VEC];
+#pragma unroll
+    for (int m = 0; m < kLeafVectors; ++m) load(j + m * kLeaves, p[m]);
+    sum[j] = 0.0f;
+    sq[j] = 0.0f;
+    if constexpr (kCenter) {
+#pragma unroll
+      for (int m = 0; m < kLeafVectors; ++m) {
+#pragma unroll
+        for (int i = 0; i < VEC; ++i) sum[j] += p[m][i];
+      }
+      const float center = __fmul_rn(sum[j], 1.0f / kLeafCount);  // exact scale
+#pragma unroll
+      for (int m = 0; m < kLeafVectors; ++m) {
+#pragma unroll
+        for (int i = 0; i < VEC; ++i) p[m][i] -= center;
+      }
+    }
+#pragma unroll
+    for (int m = 0; m < kLeafVectors; ++m) {
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) sq[j] = __fmaf_rn(p[m][i], p[m][i], sq[j]);
+    }
+  }
+  // The in-thread levels: vector bits from the highest down.
+  float half_weight = 0.5f / kLeafCount;
+#pragma unroll
+  for (int step = kLeaves / 2; step > 0; step /= 2) {
+#pragma unroll
+    for (int j = 0; j < step; ++j) {
+      if constexpr (kCenter) {
+        ChanMerge(sum[j], sq[j], sum[j + step], sq[j + step], half_weight);
+      } else {
+        sq[j] += sq[j + step];
+      }
+    }
+    half_weight *= 0.5f;
+  }
+  if constexpr (kCenter) {
+    CanonicalGroupMoments(sum[0], sq[0], ITERS * VEC, tpr, spread, norm.inv_hidden, scratch);
+    mean = MeanOfSum(sum[0], norm);
+  } else {
+    CanonicalGroupSum(sq[0], tpr, spread, scratch);
+    mean = 0.0f;
+  }
+  rstd = RstdOfSumOfSquares(sq[0], norm);
 }
 
 // Row statistics from the fp32 row held in registers (padding holds zeros).
@@ -174,7 +218,7 @@ struct ForwardRow<T, VEC, ITERS, RowStorage::kPacked> {
 template <typename T, int VEC, int ITERS>
 struct ForwardRow<T, VEC, ITERS, RowStorage::kShared> {
   SharedFloatRow<VEC> row;  // the group's row
-  int tpr, t, d;
+  int tpr, t, d;            // t: the thread's position (ForwardKernel)
   __device__ __forceinline__ void Set(int it, const float (&v)[VEC]) {
     const int col = (it * tpr + t) * VEC;
     if (col < d) row.Store(col, v);
@@ -223,11 +267,15 @@ __device__ __forceinline__ int RowGroupOf(int thread, int tpr) {
 // back only its own columns, so no barrier is needed. The arithmetic is the
 // same either way, so a row's bits do not depend on it. kCenter: LayerNorm.
 // kRow: see ForwardRow (the same bits whichever holds the row). kFull: see
-// RowStatsOf (the launcher picks it with FullRow, never by the row count).
+// RowStatsOf (the launcher picks it with FullRow, never by the row count);
+// full rows of at most 32 values per thread are reduced canonically
+// (ForwardCanonical), their vectors placed by `spread` (RowLayout::spread;
+// 0 for the other instances).
 template <typename T, int VEC, int ITERS, bool kPreload, bool kCenter, RowStorage kRow,
           bool kFull = false>
 __global__ void __launch_bounds__(kMaxThreads)
-    ForwardKernel(const ForwardArgs a, const int tpr, const int rows_per_cta) {
+    ForwardKernel(const ForwardArgs a, const int tpr, const int rows_per_cta, const int spread) {
+  constexpr bool kCanonical = ForwardCanonical<VEC, ITERS, kFull>();
   constexpr bool kPacked = kRow == RowStorage::kPacked;
   static_assert(kRow == RowStorage::kFloats || sizeof(T) * VEC == 16,
                 "packed and shared rows are 16-byte vectors");
@@ -253,6 +301,12 @@ __global__ void __launch_bounds__(kMaxThreads)
                     : rows_per_cta == 1 ? 0
                                         : thread / tpr;
   const int t = threadIdx.x - group * tpr;
+  // Thread t's vector `it` is the row's vector it * tpr + position. Only
+  // latency-bound (kPreload) launches are spread (forward_launch.cuh); the
+  // others keep position = t, and the registers a runtime position took
+  // (bf16 RMSNorm at 4 vectors per thread: 56 -> 64).
+  const int position = kCanonical && kPreload ? CanonicalPosition(t, tpr, spread) : t;
+  auto column = [&](int it) { return (it * tpr + position) * VEC; };
   const int64_t row = static_cast<int64_t>(blockIdx.x) * rows_per_cta + group;
   const bool live = row < a.rows;
   const int d = static_cast<int>(a.hidden);
@@ -283,7 +337,7 @@ __global__ void __launch_bounds__(kMaxThreads)
         const unsigned dst_shared = SharedAddress(dst);
 #pragma unroll
         for (int it = 0; it < ITERS; ++it) {
-          const int col = (it * tpr + t) * VEC;
+          const int col = column(it);
           if (kFull || col < d) CpAsync16Shared(dst_shared + col * sizeof(T), src + col);
         }
       };
@@ -299,7 +353,7 @@ __global__ void __launch_bounds__(kMaxThreads)
   if constexpr (kRow == RowStorage::kShared) {
     p.row = {reinterpret_cast<float*>(preloaded) + static_cast<int64_t>(group) * d, d};
     p.tpr = tpr;
-    p.t = t;
+    p.t = position;
     p.d = d;
   }
   // Every load of the row is issued before the first is used: converting
@@ -313,7 +367,7 @@ __global__ void __launch_bounds__(kMaxThreads)
       Vec<T, VEC> x_raw[ITERS];
 #pragma unroll
       for (int it = 0; it < ITERS; ++it) {
-        const int col = (it * tpr + t) * VEC;
+        const int col = column(it);
         x_raw[it] = Vec<T, VEC>{};
         if (live && (kFull || col < d)) x_raw[it] = *reinterpret_cast<const Vec<T, VEC>*>(x + col);
       }
@@ -325,7 +379,7 @@ __global__ void __launch_bounds__(kMaxThreads)
       RawVec<T, VEC> x_raw[ITERS], y_raw[kHasY ? ITERS : 1];
 #pragma unroll
       for (int it = 0; it < ITERS; ++it) {
-        const int col = (it * tpr + t) * VEC;
+        const int col = column(it);
         const bool valid = live && (kFull || col < d);
         x_raw[it] = LoadRawOrZero<T, VEC>(x + col, valid);
         if constexpr (kHasY) y_raw[it] = LoadRawOrZero<T, VEC>(y + col, valid);
@@ -350,8 +404,12 @@ __global__ void __launch_bounds__(kMaxThreads)
   }
 
   float mean, rstd;
-  RowStatsOf<kCenter, VEC, ITERS, kFull, ForwardOneReduction<kCenter, VEC, ITERS, kFull>()>(
-      [&](int it, float(&v)[VEC]) { p.Get(it, v); }, tpr, t, d, a.norm, scratch, mean, rstd);
+  auto load_p = [&](int it, float(&v)[VEC]) { p.Get(it, v); };
+  if constexpr (kCanonical) {
+    CanonicalRowStats<kCenter, VEC, ITERS>(load_p, tpr, spread, a.norm, scratch, mean, rstd);
+  } else {
+    RowStatsOf<kCenter, VEC, ITERS, kFull>(load_p, tpr, t, d, a.norm, scratch, mean, rstd);
+  }
   const float mul = rstd * a.norm.scale;
   if constexpr (kPreload) CpAsyncWait<0>();  // this thread's weight / bias copies
 
@@ -369,7 +427,6 @@ __global__ void __launch_bounds__(kMaxThreads)
     LoadParam<kPrefetch>(weight, col, 1.0f, w[it % 2]);
     LoadParam<kPrefetch>(bias, col, 0.0f, b[it % 2]);
   };
-  auto column = [&](int it) { return (it * tpr + t) * VEC; };
   if constexpr (kPrefetch) load_params(0, kFull || column(0) < d ? column(0) : 0);
 #pragma unroll
   for (int it = 0; it < ITERS; ++it) {

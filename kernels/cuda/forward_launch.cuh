@@ -20,22 +20,26 @@ inline bool FitsSharedMemory(size_t bytes) {
   return bytes + kScratchBytes <= MaxSharedBytesPerBlock();
 }
 
+// Whether a launch of `rows` rows in the layout is latency-bound (weight /
+// bias preloaded, LaunchForwardRegisters): at most one block per SM at the
+// layout's rows per block, or two for rows of 128 threads or more. Measured
+// on the H100 (gpu-2026-11-24-round12.md, call 8), the second case: bf16
+// 512 x 4096 RMSNorm 8.3 -> 7.75 us, LayerNorm 8.5 -> 8.15, add + RMSNorm
+// 10.1 -> 9.95; fp32 11.4 -> 10.2 us LayerNorm; 256 x 8192 fp32 LayerNorm
+// 11.3 -> 10.25. Rows of fewer threads, several per block, each row group
+// copying its own parameters, measured slower so (bf16 2048 x 1024 RMSNorm
+// 7.9 -> 8.55 us), and so did four blocks per SM (bf16 LayerNorm 512 x 8192
+// 10.6 -> 11.3 us).
+inline bool LatencyBound(const RowLayout& layout, int64_t rows, int max_chunks) {
+  const int64_t layout_blocks = (rows + layout.rows_per_cta - 1) / layout.rows_per_cta;
+  return 2 * layout_blocks <= max_chunks || (layout.tpr >= 128 && layout_blocks <= max_chunks);
+}
+
 // A register-kernel launch of the layout's instance (kernel choice below).
 template <typename T, int kVec, int kIters, bool kCenter>
 cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaStream_t stream) {
   const int max_chunks = MaxChunksPerSegment();  // 2 per SM
-  // At most one block per SM at the layout's rows per block, or two for rows
-  // of 128 threads or more: the launch is latency-bound (weight / bias
-  // preloaded below). Measured on the H100 (gpu-2026-11-24-round12.md, call
-  // 8), the second case: bf16 512 x 4096 RMSNorm 8.3 -> 7.75 us, LayerNorm
-  // 8.5 -> 8.15, add + RMSNorm 10.1 -> 9.95; fp32 11.4 -> 10.2 us LayerNorm;
-  // 256 x 8192 fp32 LayerNorm 11.3 -> 10.25. Rows of fewer threads, several
-  // per block, each row group copying its own parameters, measured slower
-  // so (bf16 2048 x 1024 RMSNorm 7.9 -> 8.55 us), and so did four blocks per
-  // SM (bf16 LayerNorm 512 x 8192 10.6 -> 11.3 us).
-  const int64_t layout_blocks = (a.rows + layout.rows_per_cta - 1) / layout.rows_per_cta;
-  const bool latency_bound =
-      2 * layout_blocks <= max_chunks || (layout.tpr >= 128 && layout_blocks <= max_chunks);
+  const bool latency_bound = LatencyBound(layout, a.rows, max_chunks);
   // One row per block for row groups of 128 threads or more, and in launches
   // of fewer rows than SMs (more SMs busy, no idle row group in a block of one
   // row). Measured on the H100 (round8.md): bf16 add + RMSNorm 32768 x 4096
@@ -70,6 +74,8 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
   // A latency-bound launch preloads weight / bias into shared memory while the
   // row is reduced (16-byte vectors only; cp.async).
   const bool preload = kWide && latency_bound;
+  // Only preload instances place a spread row's vectors (ForwardKernel).
+  if (layout.spread > 0 && !preload) return cudaErrorInvalidConfiguration;
   // 16-bit rows of a launch with neither y nor residual_out are held packed
   // (ForwardRow) at up to 4 vectors per thread: 78 -> 61 registers at 4
   // vectors, so a 512-thread block of 16384-wide rows fits twice per SM
@@ -86,8 +92,8 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
   // for fp32 rows (32768 x 4096 725.6 -> 735.5 us), which keep registers.
   const bool shared_row = sizeof(T) == 2 && kWide && a.y != nullptr && !latency_bound;
   // Rows that fill every thread's vectors, with the statistic over the whole
-  // row, run an instance without bounds tests (FullRow; for LayerNorm rows of
-  // up to 32 values per thread also one reduction, ForwardOneReduction):
+  // row, run an instance without bounds tests (FullRow; for rows of up to 32
+  // values per thread also reduced canonically, ForwardCanonical):
   // fewer instructions on the latency-bound path of small launches. Every
   // launch of the row's hidden size and statistic takes it, whatever its rows.
   const bool full = kWide && FullRow(layout, a.hidden, a.norm.stat_len);
@@ -127,7 +133,7 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
     }
   }
   kernel<<<static_cast<unsigned>(blocks), layout.threads(), shared_bytes, stream>>>(
-      a, layout.tpr, layout.rows_per_cta);
+      a, layout.tpr, layout.rows_per_cta, layout.spread);
   return cudaGetLastError();
 }
 
@@ -151,7 +157,17 @@ cudaError_t LaunchForwardTyped(const ForwardArgs& a, cudaStream_t stream) {
   if (a.rows == 0) return cudaSuccess;
   const bool aligned =
       VectorAligned(a.dtype, a.hidden, {a.x, a.y, a.weight, a.bias, a.out, a.residual_out});
-  const RowLayout layout = ChooseRowLayout(Pass::kForward, a.dtype, a.hidden, aligned);
+  RowLayout layout = ChooseRowLayout(Pass::kForward, a.dtype, a.hidden, aligned);
+  // Latency-bound launches of at most a 512-thread block's worth of threads
+  // per SM spread their rows over more threads where that keeps their bits
+  // (SpreadLayout). More measured slower on the H100 (round13.md, call 4):
+  // fp32 add + RMSNorm 256 x 8192, 512-thread rows, 15.05 -> 15.4 us.
+  const RowLayout spread = SpreadLayout(layout, a.hidden, a.norm.stat_len);
+  const int max_chunks = MaxChunksPerSegment();  // 2 per SM
+  if (spread.spread > 0 && a.rows * spread.tpr <= int64_t{max_chunks / 2} * kMaxThreads &&
+      LatencyBound(spread, a.rows, max_chunks)) {
+    layout = spread;
+  }
   // LayerNorm and RMSNorm are separate instances: RMSNorm's kernels drop the
   // mean (0) at compile time, with the same bits.
   return a.norm.center ? LaunchForwardLayout<T, true>(a, layout, stream)

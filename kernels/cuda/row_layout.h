@@ -19,6 +19,14 @@
 
 #include "normserve/kernels/dtype.h"
 
+// Host code that the kernels also call (this header is compiled by the host
+// compiler too: the layout tests run without CUDA).
+#ifdef __CUDACC__
+#define NORMSERVE_HOST_DEVICE __host__ __device__
+#else
+#define NORMSERVE_HOST_DEVICE
+#endif
+
 namespace normserve::kernels::cuda {
 
 enum class Pass { kForward, kBackward };
@@ -46,6 +54,7 @@ struct RowLayout {
   int tpr = 1;           // threads per row: a power of two <= 32, or a multiple of 32
   int rows_per_cta = 1;  // row groups per block
   int ctas_per_row = 1;  // > 1: one row per cluster of this many blocks
+  int spread = 0;        // forward rows spread over 2^spread times the threads: SpreadLayout
   int threads() const { return tpr * rows_per_cta / ctas_per_row; }
   bool streaming() const { return iters == 0; }
 };
@@ -145,12 +154,49 @@ inline RowLayout ChooseRowLayout(Pass pass, DType dtype, int64_t hidden, bool al
 // Whether every vector of every thread of the layout lies inside the row
 // (hidden = iters * tpr * vec) and inside the statistic (k = hidden): the
 // launchers then pick kernel instances compiled without bounds tests (and,
-// for short LayerNorm rows, one reduction: ForwardOneReduction). Decided by
-// the layout, hidden size and statistic, never by the row count, so a row's
-// bits do not depend on its batch.
+// for forward rows of up to 32 values per thread, canonical reductions:
+// ForwardCanonical). Decided by the layout, hidden size and statistic, never
+// by the row count (a layout and its SpreadLayout agree), so a row's bits do
+// not depend on its batch.
 inline bool FullRow(const RowLayout& layout, int64_t hidden, int64_t stat_len) {
   return layout.iters > 0 && hidden == int64_t{layout.iters} * layout.tpr * layout.vec &&
          stat_len == hidden;
+}
+
+// Vectors per leaf of the forward kernels' canonical reduction tree
+// (row_ops.cuh, CanonicalRowStats): 8 values, or the thread's iters vectors if
+// fewer. A spread layout keeps at least this many vectors per thread.
+NORMSERVE_HOST_DEVICE constexpr int CanonicalLeafVectors(int vec, int iters) {
+  const int eight = vec >= 8 ? 1 : 8 / vec;
+  return eight < iters ? eight : iters;
+}
+
+// Forward rows of launches too small to fill the GPU, spread over up to four
+// times the threads (at most kMaxThreads) with as many times fewer vectors
+// each: a shorter latency chain per thread. Only where the forward kernels
+// reduce canonically (full rows of at most 32 values per thread, threads per
+// row a power of two: ForwardCanonical, row_ops.cuh), whose bits do not
+// depend on the spread; other layouts come back unchanged. Up to four times,
+// so that a warp's 16-byte accesses still cover runs of at least 8 vectors
+// (CanonicalPosition). Measured on the H100 against the unspread layout
+// (bench/results/gpu-2026-11-25-round13.md, call 5): bf16 1 x 4096 RMSNorm
+// 4.75 -> 4.45 us, LayerNorm 4.95 -> 4.6; fp32 LayerNorm 5.0 -> 4.75; 1 x 1024
+// bf16 RMSNorm 4.6 -> 4.1, fp32 add + RMSNorm 5.05 -> 4.3; 264 x 1024 fp32
+// add + RMSNorm 6.6 -> 5.9 us.
+inline RowLayout SpreadLayout(const RowLayout& layout, int64_t hidden, int64_t stat_len) {
+  const bool canonical = layout.vec > 1 && layout.vec * layout.iters <= 32 &&
+                         layout.ctas_per_row == 1 && FullRow(layout, hidden, stat_len) &&
+                         (layout.tpr & (layout.tpr - 1)) == 0;
+  if (!canonical) return layout;
+  RowLayout spread = layout;
+  const int leaf = CanonicalLeafVectors(layout.vec, layout.iters);
+  while (spread.spread < 2 && spread.iters / 2 >= leaf && spread.tpr * 2 <= kMaxThreads) {
+    spread.iters /= 2;
+    spread.tpr *= 2;
+    ++spread.spread;
+  }
+  spread.rows_per_cta = spread.tpr >= kTargetThreads ? 1 : kTargetThreads / spread.tpr;
+  return spread;
 }
 
 // Backward chunking: a segment of `rows` rows is cut into this many chunks of

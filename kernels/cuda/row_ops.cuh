@@ -201,7 +201,7 @@ struct GroupScratchOf {
   static constexpr int kFloats = 2 * kMaxWarps * kMaxGroupSums;
   float* buffers;  // __shared__ float[kFloats]
   int phase = 0;
-  // The buffer of the calling reduction (GroupSum, GroupMoments).
+  // The buffer of the calling reduction (GroupSum, CanonicalGroupSum, ...).
   __device__ __forceinline__ float* Next() {
     if constexpr (kDoubleBuffered) {
       float* buffer = buffers + phase * kMaxWarps * kMaxGroupSums;
@@ -368,29 +368,94 @@ __device__ __forceinline__ void GroupSum(float (&v)[N], int tpr,
   WarpSum(v, span);
 }
 
-// A row group's sum and M2 (sum of squared deviations from the mean) from
-// each thread's sum and M2 of `count` values (the same power of two in every
-// thread), with `total` = count * tpr values in all; every thread of the group
-// gets the same bits. One reduction where the sum and then the squares about
-// its mean would take two (LayerNorm's statistics). Within a warp, an xor
-// butterfly of Chan's merge for halves of n values each: sum = a + b,
-// M2 = M2a + M2b + (a - b)^2 / (2 n), which is symmetric in the partners, so
-// both get the same bits. Across warps, butterflies as GroupSum's second
-// stage sum the warps' sums s_w, then M2 = sum_w (M2_w + (s_w - n_w m)^2 / n_w)
-// about the mean m = sum / total. Every thread of the block must call it.
+// ---------------------------------------------------------------------------
+// Canonical row reductions (forward rows with every vector inside the row and
+// at most 32 values per thread; RowLayout::spread). Their order of additions
+// is a property of the row alone, the same for a row group of tpr threads
+// holding ITERS vectors each and for one of tpr * 2^s threads holding
+// ITERS / 2^s, so a launch may pick either by its row count without changing
+// a bit: latency-bound launches spread a row over more threads.
+//
+// A row of V = ITERS * tpr vectors (both powers of two) is reduced as a
+// binary tree over the bits of the vector index, one bit per level: first the
+// top log2(ITERS) bits from the highest down (inside each thread of the
+// unspread layout), then bits 0, 1, 2, ... Each vector's own sum comes first,
+// in element order. Spreading by s moves the lowest s of the in-thread bits
+// to the top s lane bits (CanonicalPosition), which the warp butterfly
+// reduces first, highest first, before the low lane bits from the lowest up;
+// the warps' partials then follow from the lowest warp bit up.
+
+// The vector index within the row of thread t's vector 0 (vector `it` is at
+// it * tpr + CanonicalPosition): thread t itself when spread is 0.
+__device__ __forceinline__ int CanonicalPosition(int t, int tpr, int spread) {
+  const int width = tpr < 32 ? tpr : 32;
+  const int low_bits = 31 - __clz(width) - spread;  // log2(width >> spread)
+  const int lane = t & 31;
+  const int low = lane & ((1 << low_bits) - 1);
+  return (lane >> low_bits) * (tpr >> spread) + ((t >> 5) << low_bits) + low;
+}
+
+// A butterfly over `width` lanes (a power of two) in the canonical order: the
+// top `spread` lane bits from the highest down, then the others from the
+// lowest up. `merge(offset)` combines a lane with its partner at `offset`.
+template <typename Merge>
+__device__ __forceinline__ void CanonicalButterfly(int width, int spread, Merge merge) {
+  const int low_width = width >> spread;
+  for (int offset = width / 2; offset >= low_width && offset > 0; offset /= 2) merge(offset);
+  for (int offset = 1; offset < low_width; offset *= 2) merge(offset);
+}
+
+// Chan's merge of two halves of n values each (half_weight = 1 / (2 n)):
+// sum = a + b, M2 = M2a + M2b + (a - b)^2 / (2 n). Symmetric in the halves,
+// so both partners of a butterfly get the same bits.
+__device__ __forceinline__ void ChanMerge(float& sum, float& m2, float other_sum, float other_m2,
+                                          float half_weight) {
+  const float d = __fsub_rn(sum, other_sum);
+  m2 = __fmaf_rn(d, __fmul_rn(d, half_weight), __fadd_rn(m2, other_m2));
+  sum = __fadd_rn(sum, other_sum);
+}
+
+// The canonical sum of v over the caller's row group (see above): every
+// thread of the group gets the same bits. Every thread of the block must call
+// it (it synchronizes the block when tpr > 32).
 template <bool kDoubleBuffered>
-__device__ __forceinline__ void GroupMoments(float& sum, float& m2, int count, int tpr,
-                                             float inv_total,
-                                             GroupScratchOf<kDoubleBuffered>& scratch) {
-  float half_weight = 0.5f / static_cast<float>(count);  // 1 / (2 n); n doubles per step
-  for (int offset = (tpr < 32 ? tpr : 32) / 2; offset > 0; offset /= 2) {
+__device__ __forceinline__ void CanonicalGroupSum(float& v, int tpr, int spread,
+                                                  GroupScratchOf<kDoubleBuffered>& scratch) {
+  CanonicalButterfly(tpr < 32 ? tpr : 32, spread,
+                     [&](int offset) { v += __shfl_xor_sync(0xffffffffu, v, offset); });
+  if (tpr <= 32) return;
+  float* buffer = scratch.Next();
+  const int warp = threadIdx.x / 32;
+  if (threadIdx.x % 32 == 0) buffer[warp] = v;
+  const int warps = tpr / 32;
+  const int first = FirstWarpOfGroup(warp, warps);
+  __syncthreads();
+  const int span = PartialsSpan(warps);
+  const int w = threadIdx.x % 32 & (span - 1);
+  v = w < warps ? buffer[first + w] : 0.0f;
+  for (int offset = 1; offset < span; offset *= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
+}
+
+// The canonical sum and M2 of a row group from each thread's sum and M2 of
+// `count` values (ChanMerge at every level, so a level's bits do not depend on
+// whether a thread, a lane pair or a warp pair merges it): one reduction where
+// the sum and then the squares about its mean would take two. Rows of a number
+// of warps that is not a power of two (never spread) cannot merge warps in
+// equal halves: they sum the warps' sums s_w, then M2 = sum_w (M2_w +
+// (s_w - n_w m)^2 / n_w) about the mean m = sum * inv_total. Every thread of
+// the block must call it.
+template <bool kDoubleBuffered>
+__device__ __forceinline__ void CanonicalGroupMoments(float& sum, float& m2, int count, int tpr,
+                                                      int spread, float inv_total,
+                                                      GroupScratchOf<kDoubleBuffered>& scratch) {
+  float half_weight = 0.5f / static_cast<float>(count);  // halves at every level
+  auto merge = [&](int offset) {
     const float other_sum = __shfl_xor_sync(0xffffffffu, sum, offset);
     const float other_m2 = __shfl_xor_sync(0xffffffffu, m2, offset);
-    const float d = __fsub_rn(sum, other_sum);
-    m2 = __fmaf_rn(d, __fmul_rn(d, half_weight), __fadd_rn(m2, other_m2));
-    sum = __fadd_rn(sum, other_sum);
+    ChanMerge(sum, m2, other_sum, other_m2, half_weight);
     half_weight *= 0.5f;
-  }
+  };
+  CanonicalButterfly(tpr < 32 ? tpr : 32, spread, merge);
   if (tpr <= 32) return;
   float* buffer = scratch.Next();
   const int warp = threadIdx.x / 32;
@@ -401,21 +466,29 @@ __device__ __forceinline__ void GroupMoments(float& sum, float& m2, int count, i
   const int warps = tpr / 32;
   const int first = FirstWarpOfGroup(warp, warps);
   __syncthreads();
-  // As GroupSum's second stage: lane l of a span takes warp l's partials,
-  // a butterfly sums the sums, then one sums the warps' M2 about the mean.
   const int span = PartialsSpan(warps);
   const int w = threadIdx.x % 32 & (span - 1);
   const float warp_sum = w < warps ? buffer[2 * (first + w)] : 0.0f;
   const float warp_m2 = w < warps ? buffer[2 * (first + w) + 1] : 0.0f;
-  float total[1] = {warp_sum};
-  WarpSum(total, span);
-  sum = total[0];
+  if (span == warps) {
+    sum = warp_sum;
+    m2 = warp_m2;
+    for (int offset = 1; offset < span; offset *= 2) merge(offset);
+    return;
+  }
+  float total = warp_sum;
+  for (int offset = 1; offset < span; offset *= 2) {
+    total += __shfl_xor_sync(0xffffffffu, total, offset);
+  }
+  sum = total;
   const float warp_count = 32.0f * static_cast<float>(count);
   const float inv_warp_count = 1.0f / warp_count;  // a power of two: exact
   const float e = w < warps ? __fmaf_rn(-warp_count, __fmul_rn(sum, inv_total), warp_sum) : 0.0f;
-  float spread[1] = {__fmaf_rn(e, __fmul_rn(e, inv_warp_count), warp_m2)};
-  WarpSum(spread, span);
-  m2 = spread[0];
+  float spread_m2 = __fmaf_rn(e, __fmul_rn(e, inv_warp_count), warp_m2);
+  for (int offset = 1; offset < span; offset *= 2) {
+    spread_m2 += __shfl_xor_sync(0xffffffffu, spread_m2, offset);
+  }
+  m2 = spread_m2;
 }
 
 }  // namespace normserve::kernels::cuda

@@ -109,6 +109,63 @@ TEST_P(DeterminismTest, RowsAreBitwiseIdenticalAloneOrBatched) {
   }
 }
 
+// Full rows (the statistic over the whole row) of launches too small to fill
+// the GPU are spread over more threads on the CUDA backend (SpreadLayout);
+// their bits must be those of the same rows in a launch of many rows.
+// LayerNorm and RMSNorm, packed (plain) and fp32 (residual) rows.
+TEST_P(DeterminismTest, FullRowsAreBitwiseIdenticalInSmallAndLargeLaunches) {
+  const int64_t d = hidden();
+  if (d > 16384) GTEST_SKIP() << "rows this long fill a block unspread";
+  const int64_t rows = 600;  // more than two per SM: not spread
+  const size_t e = kernels::DTypeSize(dtype());
+  std::mt19937_64 rng(37);
+  for (bool center : {true, false}) {
+    for (bool residual : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << "center " << center << " residual " << residual);
+      NormCase c;
+      c.dtype = dtype();
+      c.hidden = d;
+      c.segment_rows = {rows};
+      c.config.center = center;
+      c.weight = true;
+      c.bias = center;
+      c.residual = c.residual_out = residual;
+      c.residual_dtype = DType::kF32;
+      c.stats_out = true;
+      ForwardData data = MakeForwardData(c, rng);
+      ASSERT_TRUE(backend().Forward(data.Batch(c)).ok());
+      const ForwardSegmentData& s = data.segments[0];
+      for (int64_t row : {int64_t{0}, int64_t{299}, rows - 1}) {
+        SCOPED_TRACE(::testing::Message() << "row " << row);
+        HostTensor out = HostTensor::Poisoned(dtype(), d);
+        HostTensor residual_out = HostTensor::Poisoned(DType::kF32, d);
+        float mean = NAN;
+        float rstd = NAN;
+        ForwardBatch alone = data.Batch(c);
+        ForwardSegment& segment = alone.segments[0];
+        segment.rows = 1;
+        segment.x = Bytes(s.x.data()) + row * d * e;
+        segment.out = out.data();
+        if (residual) {
+          segment.y = Bytes(s.y.data()) + row * d * e;
+          segment.residual_out = residual_out.data();
+        }
+        segment.mean = &mean;
+        segment.rstd = &rstd;
+        ASSERT_TRUE(backend().Forward(alone).ok());
+        EXPECT_TRUE(SameBytes(out.data(), Bytes(s.out.data()) + row * d * e, d * e)) << "out";
+        if (residual) {
+          EXPECT_TRUE(
+              SameBytes(residual_out.data(), Bytes(s.residual_out.data()) + row * d * 4, d * 4))
+              << "residual_out";
+        }
+        EXPECT_TRUE(SameBytes(&mean, static_cast<const float*>(s.mean.data()) + row, 4)) << "mean";
+        EXPECT_TRUE(SameBytes(&rstd, static_cast<const float*>(s.rstd.data()) + row, 4)) << "rstd";
+      }
+    }
+  }
+}
+
 TEST_P(DeterminismTest, BackwardRowsAndGradWeightAreBitwiseIdenticalAloneOrBatched) {
   const int64_t d = hidden();
   const int64_t rows = 70;  // three gradient chunks, the last one partial

@@ -115,8 +115,10 @@ INSTANTIATE_TEST_SUITE_P(Kernels, ForwardTest,
 // each block walks several rows and refills its stages; with and without the
 // residual branch (which the staged kernel stages too: 16-bit rows of 20000).
 // A short second segment follows. 512 and 6144: full LayerNorm rows whose
-// statistics come from one reduction (GroupMoments) over groups of 16 threads,
-// several per warp and block, and over 6 warps (not a power of two).
+// statistics come from one reduction (CanonicalGroupMoments), at 512 over
+// rows spread from 16 threads to 64 (SpreadLayout: DeterminismTest compares
+// them with the unspread groups of 16), at 6144 over 6 warps (not a power of
+// two).
 class ManyRowsForwardTest : public BackendTest<DType, int64_t> {};
 
 TEST_P(ManyRowsForwardTest, EveryRowMatchesReference) {

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 
 namespace normserve::kernels_test {
@@ -22,6 +23,7 @@ using kernels::cuda::kWidestClusterCtas;
 using kernels::cuda::MaxElemsPerThread;
 using kernels::cuda::Pass;
 using kernels::cuda::RowLayout;
+using kernels::cuda::SpreadLayout;
 
 TEST(RowLayoutTest, EveryLayoutCoversTheRowWithAnInstantiatedKernel) {
   for (Pass pass : {Pass::kForward, Pass::kBackward}) {
@@ -159,6 +161,59 @@ TEST(RowLayoutTest, FullRowsHaveNoVectorPastTheRowOrTheStatistic) {
   EXPECT_TRUE(FullRow(ChooseRowLayout(Pass::kForward, DType::kF32, 16384, true), 16384, 16384));
   EXPECT_FALSE(FullRow(ChooseRowLayout(Pass::kForward, DType::kBF16, 5000, true), 5000, 5000));
   EXPECT_FALSE(FullRow(ChooseRowLayout(Pass::kBackward, DType::kBF16, 5000, true), 5000, 5000));
+}
+
+// SpreadLayout changes only forward layouts that the kernels reduce
+// canonically, and keeps what their bits depend on: the row's vectors, the
+// full-row test, and the order of the canonical tree (iters and tpr powers of
+// two, iters * tpr unchanged); a warp's accesses cover runs of >= 8 vectors.
+TEST(RowLayoutTest, SpreadLayoutsKeepTheRowAndItsReductionOrder) {
+  int spread_layouts = 0;
+  for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
+    for (bool aligned : {false, true}) {
+      for (int64_t hidden = 1; hidden <= 65536; ++hidden) {
+        const RowLayout l = ChooseRowLayout(Pass::kForward, dtype, hidden, aligned);
+        SCOPED_TRACE(testing::Message() << "dtype " << kernels::DTypeName(dtype) << " aligned "
+                                        << aligned << " hidden " << hidden);
+        if (hidden > 1) {  // a partial statistic: never spread
+          const RowLayout partial = SpreadLayout(l, hidden, hidden - 1);
+          ASSERT_EQ(partial.spread, 0);
+          ASSERT_EQ(partial.tpr, l.tpr);
+        }
+        const RowLayout s = SpreadLayout(l, hidden, hidden);
+        ASSERT_EQ(l.spread, 0);
+        if (s.spread == 0) {
+          ASSERT_EQ(s.tpr, l.tpr);
+          ASSERT_EQ(s.iters, l.iters);
+          continue;
+        }
+        ++spread_layouts;
+        ASSERT_TRUE(FullRow(l, hidden, hidden));
+        ASSERT_TRUE(FullRow(s, hidden, hidden));
+        ASSERT_LE(l.vec * l.iters, 32);
+        ASSERT_EQ(s.vec, l.vec);
+        ASSERT_EQ(s.ctas_per_row, 1);
+        ASSERT_LE(s.spread, 2);
+        ASSERT_EQ(s.tpr, l.tpr << s.spread);
+        ASSERT_EQ(s.iters << s.spread, l.iters);
+        ASSERT_EQ(s.tpr & (s.tpr - 1), 0);
+        ASSERT_LE(s.threads(), kMaxThreads);
+        ASSERT_GE(s.iters, 1);
+        ASSERT_GE(std::min(s.tpr, 32) >> s.spread, std::min(l.tpr, 8));
+      }
+    }
+  }
+  ASSERT_GT(spread_layouts, 0);
+  // The latency-bound shapes of bench/results: one thread per 16-byte vector
+  // of a bf16 row of 4096, two per fp32 one.
+  const RowLayout bf16 =
+      SpreadLayout(ChooseRowLayout(Pass::kForward, DType::kBF16, 4096, true), 4096, 4096);
+  EXPECT_EQ(bf16.tpr, 512);
+  EXPECT_EQ(bf16.iters, 1);
+  const RowLayout fp32 =
+      SpreadLayout(ChooseRowLayout(Pass::kForward, DType::kF32, 4096, true), 4096, 4096);
+  EXPECT_EQ(fp32.tpr, 512);
+  EXPECT_EQ(fp32.iters, 2);
 }
 
 }  // namespace
