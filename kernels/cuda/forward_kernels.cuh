@@ -274,8 +274,10 @@ __device__ __forceinline__ int RowGroupOf(int thread, int tpr) {
 template <typename T, int VEC, int ITERS, bool kPreload, bool kCenter, RowStorage kRow,
           bool kFull = false>
 __global__ void __launch_bounds__(kMaxThreads)
-    ForwardKernel(const ForwardArgs a, const int tpr, const int rows_per_cta, const int spread) {
+    ForwardKernel(const ForwardArgs a, const int tpr, const int rows_per_cta, const int spread,
+                  const bool early_residual) {
   constexpr bool kCanonical = ForwardCanonical<VEC, ITERS, kFull>();
+  const bool early = kPreload && early_residual;  // residual_out stored as loaded
   constexpr bool kPacked = kRow == RowStorage::kPacked;
   static_assert(kRow == RowStorage::kFloats || sizeof(T) * VEC == 16,
                 "packed and shared rows are 16-byte vectors");
@@ -393,6 +395,17 @@ __global__ void __launch_bounds__(kMaxThreads)
 #pragma unroll
         for (int i = 0; i < VEC; ++i) v[i] += yv[i];
         p.Set(it, v);
+        // The updated residual stream p needs no statistic: in launches of at
+        // most one block per SM (early_residual) it is stored now, so its
+        // writes overlap the row's reductions instead of adding to the
+        // launch's tail. Other launches store it with the output: early, it
+        // measured slower at two blocks per SM (bf16 add + RMSNorm 512 x 4096
+        // 9.9 -> 10.4 us, round13.md call 9) and took non-preload fp32
+        // instances of 8 vectors per thread from 82 to 128 registers.
+        const int col = column(it);
+        if (early && a.residual_out != nullptr && live && (kFull || col < d)) {
+          StoreFloatsEither<T>(a.residual_out, base + col, residual_f32, v);
+        }
       }
     }
   };
@@ -441,7 +454,7 @@ __global__ void __launch_bounds__(kMaxThreads)
 #pragma unroll
     for (int i = 0; i < VEC; ++i) o[i] = (v[i] - mean) * mul * w[it % 2][i] + b[it % 2][i];
     StoreFloats(static_cast<T*>(a.out) + base + col, o);
-    if (!kPacked && a.residual_out != nullptr) {
+    if (!early && !kPacked && a.residual_out != nullptr) {
       StoreFloatsEither<T>(a.residual_out, base + col, residual_f32, v);
     }
   }

@@ -133,7 +133,7 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
     }
   }
   kernel<<<static_cast<unsigned>(blocks), layout.threads(), shared_bytes, stream>>>(
-      a, layout.tpr, layout.rows_per_cta, layout.spread);
+      a, layout.tpr, layout.rows_per_cta, layout.spread, preload && 2 * blocks <= max_chunks);
   return cudaGetLastError();
 }
 
