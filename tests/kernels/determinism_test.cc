@@ -70,43 +70,56 @@ class DeterminismTest : public BackendTest<DType, int64_t> {
 
   // Rows of the big neighbour segment: enough for the multi-threaded path.
   int64_t BigRows() const { return std::max<int64_t>(3, 300000 / hidden()); }
-};
 
-TEST_P(DeterminismTest, RowsAreBitwiseIdenticalAloneOrBatched) {
-  const int64_t d = hidden();
-  const int64_t rows = 40;
-  std::mt19937_64 rng(31);
-  // Batched: [big neighbour, segment under test, small neighbour].
-  NormCase batched = ForwardCase({BigRows(), rows, 3});
-  ForwardData data = MakeForwardData(batched, rng);
-  ASSERT_TRUE(backend().Forward(data.Batch(batched)).ok());
-  const ForwardSegmentData& s = data.segments[1];
-  const size_t e = kernels::DTypeSize(dtype());
-
-  for (int64_t row : {int64_t{0}, int64_t{17}, rows - 1}) {
+  // Runs row `row` of segment `index` of `batch` (whose data is `s`) alone, as
+  // a one-row segment pointing into the same inputs, and expects the bits the
+  // batch gave it: out, residual_out (when the segment has one), mean, rstd.
+  void ExpectRowAloneMatches(const ForwardBatch& batch, size_t index, const ForwardSegmentData& s,
+                             int64_t row) {
     SCOPED_TRACE(::testing::Message() << "row " << row);
-    // The same row alone: a one-row segment pointing into the same inputs.
+    const int64_t d = hidden();
+    const size_t e = kernels::DTypeSize(dtype());
     HostTensor out = HostTensor::Poisoned(dtype(), d);
     HostTensor residual_out = HostTensor::Poisoned(DType::kF32, d);
     float mean = NAN;
     float rstd = NAN;
-    ForwardBatch alone = data.Batch(batched);
-    ForwardSegment segment = alone.segments[1];
+    ForwardBatch alone = batch;
+    ForwardSegment segment = batch.segments[index];
+    const bool has_residual_out = segment.residual_out != nullptr;
     segment.rows = 1;
     segment.x = Bytes(s.x.data()) + row * d * e;
-    segment.y = Bytes(s.y.data()) + row * d * e;
+    if (segment.y != nullptr) segment.y = Bytes(s.y.data()) + row * d * e;
     segment.out = out.data();
-    segment.residual_out = residual_out.data();
+    if (has_residual_out) segment.residual_out = residual_out.data();
     segment.mean = &mean;
     segment.rstd = &rstd;
     alone.segments = {segment};
     ASSERT_TRUE(backend().Forward(alone).ok());
     EXPECT_TRUE(SameBytes(out.data(), Bytes(s.out.data()) + row * d * e, d * e)) << "out";
-    EXPECT_TRUE(SameBytes(residual_out.data(), Bytes(s.residual_out.data()) + row * d * 4, d * 4))
-        << "residual_out";
+    if (has_residual_out) {
+      EXPECT_TRUE(SameBytes(residual_out.data(), Bytes(s.residual_out.data()) + row * d * 4, d * 4))
+          << "residual_out";
+    }
     EXPECT_TRUE(SameBytes(&mean, static_cast<const float*>(s.mean.data()) + row, 4)) << "mean";
     EXPECT_TRUE(SameBytes(&rstd, static_cast<const float*>(s.rstd.data()) + row, 4)) << "rstd";
   }
+
+  // Runs case c's batch on fresh data, then each of `rows` of segment `index`
+  // alone (ExpectRowAloneMatches).
+  void ExpectRowsAloneMatch(const NormCase& c, size_t index, std::vector<int64_t> rows,
+                            uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    ForwardData data = MakeForwardData(c, rng);
+    const ForwardBatch batch = data.Batch(c);
+    ASSERT_TRUE(backend().Forward(batch).ok());
+    for (int64_t row : rows) ExpectRowAloneMatches(batch, index, data.segments[index], row);
+  }
+};
+
+TEST_P(DeterminismTest, RowsAreBitwiseIdenticalAloneOrBatched) {
+  const int64_t rows = 40;
+  // Batched: [big neighbour, segment under test, small neighbour].
+  ExpectRowsAloneMatch(ForwardCase({BigRows(), rows, 3}), 1, {0, 17, rows - 1}, 31);
 }
 
 // Full rows (the statistic over the whole row) of launches too small to fill
@@ -116,9 +129,7 @@ TEST_P(DeterminismTest, RowsAreBitwiseIdenticalAloneOrBatched) {
 TEST_P(DeterminismTest, FullRowsAreBitwiseIdenticalInSmallAndLargeLaunches) {
   const int64_t d = hidden();
   if (d > 16384) GTEST_SKIP() << "rows this long fill a block unspread";
-  const int64_t rows = 600;  // more than two per SM: not spread
-  const size_t e = kernels::DTypeSize(dtype());
-  std::mt19937_64 rng(37);
+  const int64_t rows = 600;  // too many to spread (forward_launch.cuh), even at hidden 512
   for (bool center : {true, false}) {
     for (bool residual : {false, true}) {
       SCOPED_TRACE(::testing::Message() << "center " << center << " residual " << residual);
@@ -132,36 +143,7 @@ TEST_P(DeterminismTest, FullRowsAreBitwiseIdenticalInSmallAndLargeLaunches) {
       c.residual = c.residual_out = residual;
       c.residual_dtype = DType::kF32;
       c.stats_out = true;
-      ForwardData data = MakeForwardData(c, rng);
-      ASSERT_TRUE(backend().Forward(data.Batch(c)).ok());
-      const ForwardSegmentData& s = data.segments[0];
-      for (int64_t row : {int64_t{0}, int64_t{299}, rows - 1}) {
-        SCOPED_TRACE(::testing::Message() << "row " << row);
-        HostTensor out = HostTensor::Poisoned(dtype(), d);
-        HostTensor residual_out = HostTensor::Poisoned(DType::kF32, d);
-        float mean = NAN;
-        float rstd = NAN;
-        ForwardBatch alone = data.Batch(c);
-        ForwardSegment& segment = alone.segments[0];
-        segment.rows = 1;
-        segment.x = Bytes(s.x.data()) + row * d * e;
-        segment.out = out.data();
-        if (residual) {
-          segment.y = Bytes(s.y.data()) + row * d * e;
-          segment.residual_out = residual_out.data();
-        }
-        segment.mean = &mean;
-        segment.rstd = &rstd;
-        ASSERT_TRUE(backend().Forward(alone).ok());
-        EXPECT_TRUE(SameBytes(out.data(), Bytes(s.out.data()) + row * d * e, d * e)) << "out";
-        if (residual) {
-          EXPECT_TRUE(
-              SameBytes(residual_out.data(), Bytes(s.residual_out.data()) + row * d * 4, d * 4))
-              << "residual_out";
-        }
-        EXPECT_TRUE(SameBytes(&mean, static_cast<const float*>(s.mean.data()) + row, 4)) << "mean";
-        EXPECT_TRUE(SameBytes(&rstd, static_cast<const float*>(s.rstd.data()) + row, 4)) << "rstd";
-      }
+      ExpectRowsAloneMatch(c, 0, {0, 299, rows - 1}, 37);
     }
   }
 }
