@@ -377,13 +377,15 @@ __device__ __forceinline__ void GroupSum(float (&v)[N], int tpr,
 // a bit: latency-bound launches spread a row over more threads.
 //
 // A row of V = ITERS * tpr vectors (both powers of two) is reduced as a
-// binary tree over the bits of the vector index, one bit per level: first the
-// top log2(ITERS) bits from the highest down (inside each thread of the
-// unspread layout), then bits 0, 1, 2, ... Each vector's own sum comes first,
-// in element order. Spreading by s moves the lowest s of the in-thread bits
-// to the top s lane bits (CanonicalPosition), which the warp butterfly
-// reduces first, highest first, before the low lane bits from the lowest up;
-// the warps' partials then follow from the lowest warp bit up.
+// binary tree over the bits of the vector index, one bit per level, after its
+// leaves: runs of 8 values summed in element order (a 16-bit vector, or an
+// fp32 vector and the one V / 2 further on: CanonicalLeafVectors). First the
+// remaining top log2(ITERS) bits, those a thread of the unspread layout holds,
+// from the highest down; then bits 0, 1, 2, ... Spreading by s moves the
+// lowest s of the in-thread bits to the top s lane bits (CanonicalPosition),
+// which the warp butterfly reduces first, highest first, before the low lane
+// bits from the lowest up; the warps' partials then follow from the lowest
+// warp bit up.
 
 // The vector index within the row of thread t's vector 0 (vector `it` is at
 // it * tpr + CanonicalPosition): thread t itself when spread is 0.
