@@ -97,7 +97,7 @@ __device__ __forceinline__ void RowStatsOf(Load load, int tpr, int t, int d,
 // fused kernel must sum as they do, and their rows already fill a block.
 template <int VEC, int ITERS, bool kFull>
 __host__ __device__ constexpr bool ForwardCanonical() {
-  return kFull && ITERS * VEC <= 32;
+  return kFull && ITERS * VEC <= kMaxCanonicalElemsPerThread;
 }
 
 // Canonical row statistics (row_ops.cuh) of a full row. The tree's leaves are

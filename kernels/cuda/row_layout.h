@@ -163,6 +163,10 @@ inline bool FullRow(const RowLayout& layout, int64_t hidden, int64_t stat_len) {
          stat_len == hidden;
 }
 
+// Most values per thread of a row the forward kernels reduce canonically
+// (ForwardCanonical, row_ops.cuh), which SpreadLayout may spread.
+inline constexpr int kMaxCanonicalElemsPerThread = 32;
+
 // Vectors per leaf of the forward kernels' canonical reduction tree
 // (row_ops.cuh, CanonicalRowStats): 8 values, or the thread's iters vectors if
 // fewer. A spread layout keeps at least this many vectors per thread.
@@ -184,7 +188,8 @@ NORMSERVE_HOST_DEVICE constexpr int CanonicalLeafVectors(int vec, int iters) {
 // bf16 RMSNorm 4.6 -> 4.1, fp32 add + RMSNorm 5.05 -> 4.3; 264 x 1024 fp32
 // add + RMSNorm 6.6 -> 5.9 us.
 inline RowLayout SpreadLayout(const RowLayout& layout, int64_t hidden, int64_t stat_len) {
-  const bool canonical = layout.vec > 1 && layout.vec * layout.iters <= 32 &&
+  const bool canonical = layout.vec > 1 &&
+                         layout.vec * layout.iters <= kMaxCanonicalElemsPerThread &&
                          layout.ctas_per_row == 1 && FullRow(layout, hidden, stat_len) &&
                          (layout.tpr & (layout.tpr - 1)) == 0;
   if (!canonical) return layout;

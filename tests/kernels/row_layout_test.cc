@@ -190,7 +190,7 @@ TEST(RowLayoutTest, SpreadLayoutsKeepTheRowAndItsReductionOrder) {
         ++spread_layouts;
         ASSERT_TRUE(FullRow(l, hidden, hidden));
         ASSERT_TRUE(FullRow(s, hidden, hidden));
-        ASSERT_LE(l.vec * l.iters, 32);
+        ASSERT_LE(l.vec * l.iters, kernels::cuda::kMaxCanonicalElemsPerThread);
         ASSERT_EQ(s.vec, l.vec);
         ASSERT_EQ(s.ctas_per_row, 1);
         ASSERT_LE(s.spread, 2);
