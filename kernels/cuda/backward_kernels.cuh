@@ -22,21 +22,13 @@
 
 namespace normserve::kernels::cuda {
 
-// The rows of one chunk, and whether their statistics were saved.
-struct ChunkRows {
-  int64_t begin = 0;
-  int64_t end = 0;
-  bool has_stats = false;
-};
-
-// Chunk -> rows. Without descriptors the batch is one segment cut into chunks
-// of `chunk_rows` rows.
-__device__ __forceinline__ ChunkRows FindChunk(const BackwardArgs& a, int chunk,
-                                               int64_t chunk_rows) {
-  ChunkRows c;
+// Chunk -> rows. Without descriptors the batch is one segment of `chunks`
+// chunks (the launch's) of `chunk_rows` rows.
+__device__ __forceinline__ ChunkRows FindChunk(const BackwardArgs& a, int chunk, int chunks,
+                                               int64_t chunk_rows, int rows_per_cta) {
   if (a.segments == nullptr) {
-    c.begin = chunk * chunk_rows;
-    c.end = min(a.rows, c.begin + chunk_rows);
+    ChunkRows c =
+        ChunkOfSegment(0, a.rows, chunk_rows, chunks, chunk, rows_per_cta, a.interleaved_chunks);
     c.has_stats = a.rstd != nullptr;
     return c;
   }
@@ -52,8 +44,8 @@ __device__ __forceinline__ ChunkRows FindChunk(const BackwardArgs& a, int chunk,
     }
   }
   const SegmentPlan& s = a.segments[lo];
-  c.begin = s.row_begin + static_cast<int64_t>(chunk - s.chunk_begin) * s.chunk_rows;
-  c.end = min(s.row_begin + s.rows, c.begin + s.chunk_rows);
+  ChunkRows c = ChunkOfSegment(s.row_begin, s.rows, s.chunk_rows, s.chunks, chunk - s.chunk_begin,
+                               rows_per_cta, a.interleaved_chunks);
   c.has_stats = s.has_stats != 0 && a.rstd != nullptr;
   return c;
 }
@@ -335,19 +327,18 @@ __device__ __forceinline__ void WriteBlockColumnsPartial(const BackwardArgs& a, 
   }
 }
 
-// A row group's walk over its chunk's rows (stride rows_per_cta), the next
-// row's x / dy prefetched while the current one is reduced.
+// A row group's walk over its chunk's tiles (its row of each), the next row's
+// x / dy prefetched while the current one is reduced.
 template <bool kPlain, bool kCenter, int kCtas, typename T, int VEC, int ITERS>
 __device__ __forceinline__ void BackwardRows(const BackwardArgs& a, const ChunkRows& c, int group,
-                                             int tpr, int t, int rows_per_cta,
-                                             ClusterScratch<kCtas>& scratch, float* dw, float* db) {
+                                             int tpr, int t, ClusterScratch<kCtas>& scratch,
+                                             float* dw, float* db) {
   // Every group runs the same number of steps (GroupSum synchronizes the block).
-  const int64_t steps = (c.end - c.begin + rows_per_cta - 1) / rows_per_cta;
   RawRow<T, VEC, ITERS> raw;
-  int64_t row = c.begin + group;
+  int64_t row = c.first + group;
   LoadRawRow(a, row, row < c.end, tpr, t, raw);
-  for (int64_t step = 0; step < steps; ++step) {
-    const int64_t next = row + rows_per_cta;
+  for (int64_t tile = c.first; tile < c.end; tile += c.stride) {
+    const int64_t next = row + c.stride;
     const RawRow<T, VEC, ITERS> cur = raw;
     // Prefetch the next row while this one is reduced.
     LoadRawRow(a, next, next < c.end, tpr, t, raw);
@@ -357,8 +348,8 @@ __device__ __forceinline__ void BackwardRows(const BackwardArgs& a, const ChunkR
   }
 }
 
-// One block per chunk; each row group walks the chunk's rows with stride
-// rows_per_cta, accumulating its columns' dw / db in shared memory.
+// One block per chunk; each row group walks its row of each of the chunk's
+// tiles, accumulating its columns' dw / db in shared memory.
 // kPlain (no y, no grad_residual_out) and kCenter (LayerNorm) are chosen by
 // the launcher. kCtas > 1: one row group per cluster of kCtas blocks (launched
 // as such), each block holding its share of the row (see row_layout.h).
@@ -374,7 +365,8 @@ __global__ void __launch_bounds__(kMaxThreads)
   const int d = static_cast<int>(a.hidden);
   const int acc_len = static_cast<int>(LocalRowLength<VEC, ITERS, kCtas>(a.hidden, tpr));
   const int chunk = blockIdx.x / kCtas;
-  const ChunkRows c = FindChunk(a, chunk, chunk_rows);
+  const int total_chunks = gridDim.x / kCtas;
+  const ChunkRows c = FindChunk(a, chunk, total_chunks, chunk_rows, rows_per_cta);
   const bool partials = a.workspace != nullptr;
   float* dw = partials && a.grad_weight != nullptr ? acc + group * acc_len : nullptr;
   float* db = partials && a.grad_bias != nullptr ? acc + (rows_per_cta + group) * acc_len : nullptr;
@@ -393,13 +385,11 @@ __global__ void __launch_bounds__(kMaxThreads)
     }
   }
 
-  BackwardRows<kPlain, kCenter, kCtas, T, VEC, ITERS>(a, c, group, tpr, t, rows_per_cta, scratch,
-                                                      dw, db);
+  BackwardRows<kPlain, kCenter, kCtas, T, VEC, ITERS>(a, c, group, tpr, t, scratch, dw, db);
 
   DrainClusterSums(scratch);
   if (!partials) return;
   __syncthreads();
-  const int total_chunks = gridDim.x / kCtas;
   for (int which = 0; which < 2; ++which) {
     if ((which == 0 ? a.grad_weight : a.grad_bias) == nullptr) continue;
     const float* rows = acc + which * rows_per_cta * acc_len;
@@ -425,7 +415,7 @@ __global__ void __launch_bounds__(kMaxThreads)
   const int k = static_cast<int>(a.norm.stat_len);
   const int chunk = blockIdx.x;
   const int total_chunks = gridDim.x;
-  const ChunkRows c = FindChunk(a, chunk, chunk_rows);
+  const ChunkRows c = FindChunk(a, chunk, total_chunks, chunk_rows, 1);
   float* dw_part = a.workspace == nullptr || a.grad_weight == nullptr
                        ? nullptr
                        : static_cast<float*>(a.workspace) + chunk * a.hidden;
@@ -443,7 +433,7 @@ __global__ void __launch_bounds__(kMaxThreads)
   }
   const bool gres_f32 = a.residual_dtype == DType::kF32;
 
-  for (int64_t row = c.begin; row < c.end; ++row) {
+  for (int64_t row = c.first; row < c.end; row += c.stride) {
     const int64_t base = row * a.hidden;
     auto load = [&](int col, float(&p)[VEC], float(&dy)[VEC], float(&sw)[VEC]) {
       float yv[VEC] = {};

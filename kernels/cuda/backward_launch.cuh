@@ -182,12 +182,13 @@ cudaError_t LaunchBackwardTyped(const BackwardArgs& in, cudaStream_t stream) {
   const bool aligned = VectorAligned(
       a.dtype, a.hidden, {a.x, a.y, a.grad_out, a.grad_residual_out, a.weight, a.grad_in});
   const RowLayout layout = ChooseRowLayout(Pass::kBackward, a.dtype, a.hidden, aligned);
-  int64_t chunk_rows = 0;
+  int64_t chunk_rows = 0;  // of a batch without segment descriptors
   if (a.segments == nullptr) {
     a.num_segments = 1;
     a.total_chunks = BackwardChunks(a.rows, layout, MaxBackwardChunks(a.dtype, a.hidden, layout));
     chunk_rows = BackwardChunkRows(a.rows, a.total_chunks);
   }
+  a.interleaved_chunks = InterleavedChunks(layout, a.hidden);
   const bool partials = a.grad_weight != nullptr || a.grad_bias != nullptr;
   if (partials && a.workspace == nullptr) return cudaErrorInvalidValue;
   if (!partials) a.workspace = nullptr;

@@ -67,7 +67,8 @@ __global__ void __launch_bounds__(kMaxThreads)
   const int k = static_cast<int>(a.norm.stat_len);
   const int len = static_cast<int>(LocalRowLength<VEC, ITERS, kCtas>(a.hidden, tpr));
   const int chunk = blockIdx.x / kCtas;
-  const ChunkRows c = FindChunk(a, chunk, chunk_rows);
+  const int total_chunks = gridDim.x / kCtas;
+  const ChunkRows c = FindChunk(a, chunk, total_chunks, chunk_rows, rows_per_cta);
   const T* x = static_cast<const T*>(a.x);
   const T* dy = static_cast<const T*>(a.grad_out);
   // This group's x (which = 0) or dy (which = 1) row in stage s; a thread's
@@ -113,9 +114,9 @@ __global__ void __launch_bounds__(kMaxThreads)
   };
 
   float dw[ITERS][VEC] = {}, db[kDb ? ITERS : 1][VEC] = {};
-  const int64_t steps = (c.end - c.begin + rows_per_cta - 1) / rows_per_cta;
-  int64_t row = c.begin + group;
-  for (int s = 0; s + 1 < kStagedRows; ++s) stage_row(row + s * rows_per_cta, s);
+  static_assert(kStagedRows == 2, "each step stages the next row");
+  int64_t row = c.first + group;
+  stage_row(row, 0);
   // Saved statistics are loaded one row ahead, into registers.
   float next_mean, next_rstd;
   saved_stats(row, next_mean, next_rstd);
@@ -134,14 +135,13 @@ __global__ void __launch_bounds__(kMaxThreads)
   }
   __syncthreads();  // other row groups read group 0's columns (rows already in flight)
 
-  for (int64_t step = 0; step < steps; ++step) {
-    const int s = static_cast<int>(step % kStagedRows);
-    const int64_t next = row + rows_per_cta;
+  int s = 0;  // the stage holding this step's row
+  for (int64_t tile = c.first; tile < c.end; tile += c.stride, s ^= 1) {
+    const int64_t next = row + c.stride;
     const bool live = row < c.end;
     float mean = next_mean, rstd = next_rstd;
-    // The stage read by this thread in the previous step takes the row
-    // kStagedRows - 1 ahead.
-    stage_row(row + (kStagedRows - 1) * rows_per_cta, (s + kStagedRows - 1) % kStagedRows);
+    // The stage read by this thread in the previous step takes the next row.
+    stage_row(next, s ^ 1);
     saved_stats(next, next_mean, next_rstd);
     CpAsyncWait<kStagedRows - 1>();  // this row's copies have landed
 
@@ -208,7 +208,6 @@ __global__ void __launch_bounds__(kMaxThreads)
       }
     }
     __syncthreads();
-    const int total_chunks = gridDim.x / kCtas;
     if constexpr (kCtas == 1) {
       WritePartial(a, chunk, total_chunks, rows_per_cta, acc, which);
     } else {

@@ -102,6 +102,7 @@ int PlanBackward(DType dtype, int64_t hidden, bool aligned, SegmentPlan* segment
     const int chunks = BackwardChunks(s.rows, layout, max_chunks);
     s.row_begin = row;
     s.chunk_begin = chunk;
+    s.chunks = chunks;
     s.chunk_rows = static_cast<int32_t>(BackwardChunkRows(s.rows, chunks));
     row += s.rows;
     chunk += chunks;

@@ -74,9 +74,9 @@ struct SegmentPlan {
   int64_t row_begin = 0;  // first row of the segment in the batch
   int64_t rows = 0;
   int32_t chunk_begin = 0;  // first chunk (block) of the segment
-  int32_t chunk_rows = 0;   // rows per chunk (the last may have fewer)
+  int32_t chunks = 0;       // chunks of the segment
+  int32_t chunk_rows = 0;   // rows per chunk when not interleaved (the last may have fewer)
   int32_t has_stats = 0;    // 1: use saved mean / rstd for these rows
-  int32_t pad = 0;
 };
 
 struct BackwardArgs {
@@ -99,13 +99,14 @@ struct BackwardArgs {
   // segment of all rows, using the saved statistics when mean/rstd are set.
   const SegmentPlan* segments = nullptr;
   int num_segments = 1;
-  int total_chunks = 0;  // from PlanBackward (computed when segments is nullptr)
+  int total_chunks = 0;             // from PlanBackward (computed when segments is nullptr)
+  bool interleaved_chunks = false;  // set by the launcher: InterleavedChunks
   // fp32 scratch of BackwardWorkspaceBytes(); required when grad_weight or
   // grad_bias is set.
   void* workspace = nullptr;
 };
 
-// Fills segments[i].row_begin / chunk_begin / chunk_rows for the given row
+// Fills segments[i].row_begin / chunk_begin / chunks / chunk_rows for the given row
 // counts (segments[i].rows and has_stats set by the caller); returns the total
 // number of chunks. Same dtype, hidden and alignment as the launch; call it
 // with the launch's device current (a segment gets at most MaxBackwardChunks).

@@ -8,13 +8,19 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 namespace normserve::kernels_test {
 namespace {
 
 using kernels::DType;
+using kernels::cuda::BackwardChunkRows;
+using kernels::cuda::BackwardChunks;
 using kernels::cuda::ChooseRowLayout;
+using kernels::cuda::ChunkOfSegment;
+using kernels::cuda::ChunkRows;
 using kernels::cuda::FullRow;
+using kernels::cuda::InterleavedChunks;
 using kernels::cuda::kClusterCtas;
 using kernels::cuda::kMaxThreads;
 using kernels::cuda::kTargetThreads;
@@ -214,6 +220,66 @@ TEST(RowLayoutTest, SpreadLayoutsKeepTheRowAndItsReductionOrder) {
       SpreadLayout(ChooseRowLayout(Pass::kForward, DType::kF32, 4096, true), 4096, 4096);
   EXPECT_EQ(fp32.tpr, 512);
   EXPECT_EQ(fp32.iters, 2);
+}
+
+// The backward kernels' walk over a segment (every row group takes its row of
+// each of its chunk's tiles): every row of the segment belongs to exactly one
+// chunk, each row once, none outside it; interleaved chunks differ by at most
+// one tile.
+TEST(RowLayoutTest, ChunksTakeEveryRowOfTheirSegmentOnce) {
+  const int64_t begin = 37;
+  for (const int rows_per_cta : {1, 2, 8}) {
+    RowLayout layout;
+    layout.rows_per_cta = rows_per_cta;
+    for (const int64_t rows : {1, 2, 7, 70, 263, 1000, 4097}) {
+      for (const int max_chunks : {1, 3, 132, 264}) {
+        const int chunks = BackwardChunks(rows, layout, max_chunks);
+        const int64_t chunk_rows = BackwardChunkRows(rows, chunks);
+        for (const bool interleaved : {false, true}) {
+          SCOPED_TRACE(testing::Message()
+                       << "rows " << rows << " rows_per_cta " << rows_per_cta << " chunks "
+                       << chunks << " interleaved " << interleaved);
+          std::vector<int> owners(rows, 0);
+          int64_t fewest = rows, most = 0;
+          for (int index = 0; index < chunks; ++index) {
+            const ChunkRows c =
+                ChunkOfSegment(begin, rows, chunk_rows, chunks, index, rows_per_cta, interleaved);
+            ASSERT_LE(c.end, begin + rows);
+            int64_t tiles = 0;
+            for (int64_t tile = c.first; tile < c.end; tile += c.stride, ++tiles) {
+              for (int group = 0; group < rows_per_cta; ++group) {
+                const int64_t row = tile + group;
+                if (row >= c.end) continue;  // a dead row group
+                ASSERT_GE(row, begin);
+                ++owners[row - begin];
+              }
+            }
+            fewest = std::min(fewest, tiles);
+            most = std::max(most, tiles);
+          }
+          for (int64_t row = 0; row < rows; ++row) ASSERT_EQ(owners[row], 1) << "row " << row;
+          if (interleaved) EXPECT_LE(most - fewest, 1);
+        }
+      }
+    }
+  }
+}
+
+// Interleaved chunks where the row fills its layout (the measured shapes of
+// bench/results/gpu-2026-11-25-round14.md), adjacent runs elsewhere.
+TEST(RowLayoutTest, InterleavedChunksWhereTheRowFillsItsLayout) {
+  for (const DType dtype : {DType::kF32, DType::kBF16}) {
+    for (const int64_t hidden : {1024, 4096, 8192, 12288, 16384}) {
+      EXPECT_TRUE(InterleavedChunks(ChooseRowLayout(Pass::kBackward, dtype, hidden, true), hidden))
+          << hidden;
+    }
+    for (const int64_t hidden : {5000, 10000, 20000}) {
+      EXPECT_FALSE(InterleavedChunks(ChooseRowLayout(Pass::kBackward, dtype, hidden, true), hidden))
+          << hidden;
+    }
+  }
+  EXPECT_FALSE(
+      InterleavedChunks(ChooseRowLayout(Pass::kBackward, DType::kF32, 65535, true), 65535));
 }
 
 }  // namespace
