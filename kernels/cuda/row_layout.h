@@ -217,18 +217,20 @@ inline int BackwardChunks(int64_t rows, const RowLayout& layout, int max_chunks)
 
 // Whether a backward chunk takes every chunks-th tile (rows_per_cta adjacent
 // rows) of its segment, so that at any time the blocks work on neighbouring
-// rows, rather than a run of ceil(rows / chunks) adjacent rows. Interleaved
-// where the row fills its layout exactly (hidden = iters * tpr * vec), measured
-// on the H100 (bench/results/gpu-2026-11-25-round14.md, call 8): 2-5 % faster
-// at hidden 1024, 2048, 4096, 8192, 12288 and 16384 (bf16 RMSNorm 32768 x 4096
-// 296.1 -> 282.9 us, 65536 x 1024 154.5 -> 146.9; fp32 8192 x 16384 576.1 ->
-// 558.5, 4096 x 12288 228.6 -> 219.8), 1x4096 0.2 us slower. Rows that leave
-// part of the layout empty swung from -4 % to +17 % with it, and again with
-// any small change of the blocks' relative timing (calls 4-6: fp32 4096 x 20000
-// RMSNorm 363 -> 422 us, bf16 LayerNorm 4096 x 10000 122 -> 132, 4096 x 5000
-// 3-4 % faster): they keep adjacent runs.
+// rows, rather than a run of ceil(rows / chunks) adjacent rows. Interleaved for
+// rows of up to kInterleavedRowMax elements and for longer rows that fill their
+// layout exactly (hidden = iters * tpr * vec). Measured on the H100
+// (bench/results/gpu-2026-11-25-round14.md): 2-5 % faster at hidden 1024-16384
+// where the row fills its layout (call 8: bf16 RMSNorm 32768 x 4096 296.1 ->
+// 282.9 us, 65536 x 1024 154.5 -> 146.9; fp32 8192 x 16384 576.1 -> 558.5) and
+// at every shorter row of the sweep 4200-7000 (call 11: fp32 4096 x 5000
+// 103.6 -> 99.7 us, bf16 4096 x 7000 80.6 -> 77.8); 2-17 % slower for longer
+// rows that do not fill it (fp32 4096 x 9000-24000, bf16 LayerNorm 9000-24000,
+// bf16 RMSNorm 20000-24000: 4096 x 20000 fp32 RMSNorm 362 -> 420 us).
+inline constexpr int64_t kInterleavedRowMax = 8192;
 inline bool InterleavedChunks(const RowLayout& layout, int64_t hidden) {
-  return layout.iters > 0 && hidden == int64_t{layout.iters} * layout.tpr * layout.vec;
+  return layout.iters > 0 && (hidden <= kInterleavedRowMax ||
+                              hidden == int64_t{layout.iters} * layout.tpr * layout.vec);
 }
 
 // Rows per chunk of a segment cut into adjacent runs.

@@ -265,21 +265,22 @@ TEST(RowLayoutTest, ChunksTakeEveryRowOfTheirSegmentOnce) {
   }
 }
 
-// Interleaved chunks where the row fills its layout (the measured shapes of
-// bench/results/gpu-2026-11-25-round14.md), adjacent runs elsewhere.
-TEST(RowLayoutTest, InterleavedChunksWhereTheRowFillsItsLayout) {
+// Interleaved chunks for rows of up to 8192 and rows that fill their layout
+// (the measured shapes of bench/results/gpu-2026-11-25-round14.md), adjacent
+// runs elsewhere.
+TEST(RowLayoutTest, InterleavedChunksForShortRowsAndRowsThatFillTheirLayout) {
+  auto interleaved = [](DType dtype, int64_t hidden) {
+    return InterleavedChunks(ChooseRowLayout(Pass::kBackward, dtype, hidden, true), hidden);
+  };
   for (const DType dtype : {DType::kF32, DType::kBF16}) {
-    for (const int64_t hidden : {1024, 4096, 8192, 12288, 16384}) {
-      EXPECT_TRUE(InterleavedChunks(ChooseRowLayout(Pass::kBackward, dtype, hidden, true), hidden))
-          << hidden;
+    for (const int64_t hidden : {1024, 4096, 4200, 5000, 7000, 8192, 12288, 16384}) {
+      EXPECT_TRUE(interleaved(dtype, hidden)) << hidden;
     }
-    for (const int64_t hidden : {5000, 10000, 20000}) {
-      EXPECT_FALSE(InterleavedChunks(ChooseRowLayout(Pass::kBackward, dtype, hidden, true), hidden))
-          << hidden;
+    for (const int64_t hidden : {9000, 10000, 20000, 24000}) {
+      EXPECT_FALSE(interleaved(dtype, hidden)) << hidden;
     }
   }
-  EXPECT_FALSE(
-      InterleavedChunks(ChooseRowLayout(Pass::kBackward, DType::kF32, 65535, true), 65535));
+  EXPECT_FALSE(interleaved(DType::kF32, 65535));  // the streaming kernel
 }
 
 }  // namespace
