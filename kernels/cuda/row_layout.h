@@ -219,7 +219,7 @@ inline int BackwardChunks(int64_t rows, const RowLayout& layout, int max_chunks)
 // rows) of its segment, so that at any time the blocks work on neighbouring
 // rows, rather than a run of ceil(rows / chunks) adjacent rows. Interleaved for
 // rows of up to kInterleavedRowMax elements and for longer rows that fill their
-// layout exactly (hidden = iters * tpr * vec). Measured on the H100
+// layout exactly (FullRow of the whole row). Measured on the H100
 // (bench/results/gpu-2026-11-25-round14.md): 2-5 % faster at hidden 1024-16384
 // where the row fills its layout (call 8: bf16 RMSNorm 32768 x 4096 296.1 ->
 // 282.9 us, 65536 x 1024 154.5 -> 146.9; fp32 8192 x 16384 576.1 -> 558.5) and
@@ -229,8 +229,8 @@ inline int BackwardChunks(int64_t rows, const RowLayout& layout, int max_chunks)
 // bf16 RMSNorm 20000-24000: 4096 x 20000 fp32 RMSNorm 362 -> 420 us).
 inline constexpr int64_t kInterleavedRowMax = 8192;
 inline bool InterleavedChunks(const RowLayout& layout, int64_t hidden) {
-  return layout.iters > 0 && (hidden <= kInterleavedRowMax ||
-                              hidden == int64_t{layout.iters} * layout.tpr * layout.vec);
+  return layout.iters > 0 &&
+         (hidden <= kInterleavedRowMax || FullRow(layout, hidden, /*stat_len=*/hidden));
 }
 
 // Rows per chunk of a segment cut into adjacent runs.
