@@ -8,7 +8,7 @@ missing peer/op is "—".
 import json
 import sys
 
-OPS = ["rms_fwd", "ln_fwd", "add_rms_fwd", "rms_bwd", "ln_bwd"]
+OPS = ["rms_fwd", "ln_fwd", "add_rms_fwd", "rms_bwd", "ln_bwd", "add_rms_bwd", "add_rms_bwd_xy"]
 PEERS = ["torch", "torch.compile", "liger", "flashinfer", "quack"]
 
 

@@ -50,6 +50,10 @@ if has peers; then
      python3 peers_bench.py torch liger flashinfer > "$OUT/peers_bf16.log" 2>&1
    OUT=$OUT PYTHONUNBUFFERED=1 DTYPE=fp32 python3 peers_bench.py torch liger \
      > "$OUT/peers_fp32.log" 2>&1)
+  for dt in bf16 fp32; do
+    PEERS_DIR=.peers OUT=$OUT PYTHONUNBUFFERED=1 DTYPE=$dt \
+      python3 bench/cuda/fused_bwd_peers.py torch compile liger > "$OUT/peers_fused_bwd_$dt.log" 2>&1
+  done
   grep -c gbs "$OUT"/peers_*.log
 fi
 if has sanitize; then

@@ -2,7 +2,10 @@
 // (kernels/cuda/launch.h), measured the way /work/shared/perf/peers_bench.py
 // measures the peers (triton's do_bench): per repetition, flush L2 by writing a
 // 256 MiB buffer, then time one call with CUDA events; report the median.
-// GB/s counts the minimum bytes: fwd 2·m·n·s, fused add 4·m·n·s, bwd 3·m·n·s.
+// GB/s counts the minimum bytes: fwd 2·m·n·s, fused add 4·m·n·s, bwd 3·m·n·s,
+// fused add bwd 4·m·n·s (add_rms_bwd: read the saved p = x + y, dy and the
+// incoming gradient of p, write dx, as the peers do: fused_bwd_peers.py) or
+// 5·m·n·s (add_rms_bwd_xy: x and y instead of p).
 //
 // Each (op, shape, dtype) is also checked: outputs poisoned before the first
 // call, then sampled rows (and dw / db where the shape is small enough)
@@ -115,13 +118,13 @@ std::vector<char> ToHost(const void* dev, size_t bytes) {
 }
 
 struct Buffers {
-  void *x, *y, *w, *b, *out, *res, *dy, *dx;
+  void *x, *y, *w, *b, *out, *res, *dy, *dres, *dx;
   float *mean, *rstd, *dw, *db;
   void* ws;
   size_t ws_bytes;
 };
 
-enum class Op { kRmsFwd, kLnFwd, kAddRmsFwd, kRmsBwd, kLnBwd, kCopy };
+enum class Op { kRmsFwd, kLnFwd, kAddRmsFwd, kRmsBwd, kLnBwd, kAddRmsBwd, kAddRmsBwdXy, kCopy };
 const char* OpName(Op op) {
   switch (op) {
     case Op::kRmsFwd: return "rms_fwd";
@@ -129,11 +132,16 @@ const char* OpName(Op op) {
     case Op::kAddRmsFwd: return "add_rms_fwd";
     case Op::kRmsBwd: return "rms_bwd";
     case Op::kLnBwd: return "ln_bwd";
+    case Op::kAddRmsBwd: return "add_rms_bwd";
+    case Op::kAddRmsBwdXy: return "add_rms_bwd_xy";
     case Op::kCopy: return "copy";
   }
   return "?";
 }
-bool IsBackward(Op op) { return op == Op::kRmsBwd || op == Op::kLnBwd; }
+bool IsFusedBackward(Op op) { return op == Op::kAddRmsBwd || op == Op::kAddRmsBwdXy; }
+bool IsBackward(Op op) { return op == Op::kRmsBwd || op == Op::kLnBwd || IsFusedBackward(op); }
+// Whether the op reads x and y (p = x + y formed in the kernel).
+bool ReadsXAndY(Op op) { return op == Op::kAddRmsFwd || op == Op::kAddRmsBwdXy; }
 bool IsLn(Op op) { return op == Op::kLnFwd || op == Op::kLnBwd; }
 
 ForwardArgs MakeForward(Op op, DType dtype, int64_t m, int64_t n, const Buffers& b, bool stats) {
@@ -180,6 +188,9 @@ BackwardArgs MakeBackward(Op op, DType dtype, int64_t m, int64_t n, const Buffer
   a.grad_weight = b.dw;
   a.grad_bias = IsLn(op) ? b.db : nullptr;
   a.workspace = b.ws;
+  if (IsFusedBackward(op)) a.grad_residual_out = b.dres;
+  if (op == Op::kAddRmsBwd) a.x = b.res;  // p, saved by the forward
+  if (op == Op::kAddRmsBwdXy) a.y = b.y;
   return a;
 }
 
@@ -200,10 +211,11 @@ double Check(Op op, DType dtype, int64_t m, int64_t n, const Buffers& b) {
   double max_err = 0.0, max_ref = 0.0;
   std::vector<double> dw(n, 0.0), db(n, 0.0);
   for (int64_t r : rows) {
-    auto x = ToHost(static_cast<char*>(b.x) + r * n * s, n * s);
+    const void* x_dev = op == Op::kAddRmsBwd ? b.res : b.x;
+    auto x = ToHost(static_cast<const char*>(x_dev) + r * n * s, n * s);
     std::vector<double> p(n);
     for (int64_t i = 0; i < n; ++i) p[i] = HostValue(dtype, x.data(), i);
-    if (op == Op::kAddRmsFwd) {
+    if (ReadsXAndY(op)) {
       auto y = ToHost(static_cast<char*>(b.y) + r * n * s, n * s);
       for (int64_t i = 0; i < n; ++i) p[i] += HostValue(dtype, y.data(), i);
     }
@@ -227,6 +239,8 @@ double Check(Op op, DType dtype, int64_t m, int64_t n, const Buffers& b) {
     }
     auto dyh = ToHost(static_cast<char*>(b.dy) + r * n * s, n * s);
     auto dxh = ToHost(static_cast<char*>(b.dx) + r * n * s, n * s);
+    std::vector<char> dres;
+    if (IsFusedBackward(op)) dres = ToHost(static_cast<char*>(b.dres) + r * n * s, n * s);
     std::vector<double> rr(n), dr(n);
     double dot = 0.0, sum_dr = 0.0;
     for (int64_t i = 0; i < n; ++i) {
@@ -245,7 +259,8 @@ double Check(Op op, DType dtype, int64_t m, int64_t n, const Buffers& b) {
       sum_dq += dq[i];
     }
     for (int64_t i = 0; i < n; ++i) {
-      const double ref = dq[i] - (IsLn(op) ? sum_dq / n : 0.0);
+      const double ref = dq[i] - (IsLn(op) ? sum_dq / n : 0.0) +
+                         (dres.empty() ? 0.0 : HostValue(dtype, dres.data(), i));
       Worse(max_err, std::fabs(HostValue(dtype, dxh.data(), i) - ref));
       max_ref = std::max(max_ref, std::fabs(ref));
     }
@@ -287,7 +302,7 @@ int main(int argc, char** argv) {
   std::string dtypes = "bf16,fp32";
   std::string shapes =
       "32768x4096,16384x8192,8192x16384,65536x1024,4096x5000,4096x4096,256x4096,1x4096";
-  std::string ops = "rms_fwd,ln_fwd,add_rms_fwd,rms_bwd,ln_bwd,copy";
+  std::string ops = "rms_fwd,ln_fwd,add_rms_fwd,rms_bwd,ln_bwd,add_rms_bwd,add_rms_bwd_xy,copy";
   int reps = 100;
   std::string json_path;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -327,6 +342,7 @@ int main(int argc, char** argv) {
       CHECK_CUDA(cudaMalloc(&b.out, bytes));
       CHECK_CUDA(cudaMalloc(&b.res, bytes));
       CHECK_CUDA(cudaMalloc(&b.dy, bytes));
+      CHECK_CUDA(cudaMalloc(&b.dres, bytes));
       CHECK_CUDA(cudaMalloc(&b.dx, bytes));
       CHECK_CUDA(cudaMalloc(&b.w, n * s));
       CHECK_CUDA(cudaMalloc(&b.b, n * s));
@@ -345,19 +361,22 @@ int main(int argc, char** argv) {
       Fill(dtype, b.x, m * n, seed, 0.0f, 1.0f);
       Fill(dtype, b.y, m * n, seed + 1, 0.0f, 1.0f);
       Fill(dtype, b.dy, m * n, seed + 2, 0.0f, 1.0f);
+      Fill(dtype, b.dres, m * n, seed + 5, 0.0f, 1.0f);
       Fill(dtype, b.w, n, seed + 3, 1.0f, 0.1f);
       Fill(dtype, b.b, n, seed + 4, 0.0f, 0.1f);
 
       for (const std::string& oname : Split(ops, ',')) {
         Op op = Op::kCopy;
-        for (Op o : {Op::kRmsFwd, Op::kLnFwd, Op::kAddRmsFwd, Op::kRmsBwd, Op::kLnBwd, Op::kCopy}) {
+        for (Op o : {Op::kRmsFwd, Op::kLnFwd, Op::kAddRmsFwd, Op::kRmsBwd, Op::kLnBwd,
+                     Op::kAddRmsBwd, Op::kAddRmsBwdXy, Op::kCopy}) {
           if (oname == OpName(o)) op = o;
         }
         // Saved statistics for backward come from a forward of the same kind.
         if (IsBackward(op)) {
-          CHECK_CUDA(LaunchForward(
-              MakeForward(op == Op::kLnBwd ? Op::kLnFwd : Op::kRmsFwd, dtype, m, n, b, true),
-              stream));
+          const Op forward = op == Op::kLnBwd        ? Op::kLnFwd
+                             : IsFusedBackward(op) ? Op::kAddRmsFwd
+                                                   : Op::kRmsFwd;
+          CHECK_CUDA(LaunchForward(MakeForward(forward, dtype, m, n, b, true), stream));
         }
         CHECK_CUDA(cudaMemsetAsync(b.out, 0xff, bytes, stream));  // poison: NaN in every dtype
         CHECK_CUDA(cudaMemsetAsync(b.dx, 0xff, bytes, stream));
@@ -392,7 +411,10 @@ int main(int argc, char** argv) {
         }
         std::sort(times.begin(), times.end());
         const double ms = times[times.size() / 2];
-        const double factor = op == Op::kAddRmsFwd ? 4 : IsBackward(op) ? 3 : 2;
+        const double factor = op == Op::kAddRmsBwdXy                      ? 5
+                              : op == Op::kAddRmsFwd || op == Op::kAddRmsBwd ? 4
+                              : IsBackward(op)                              ? 3
+                                                                            : 2;
         const double gbs = factor * m * n * s / (ms * 1e-3) / 1e9;
         std::printf("| %s | %lldx%lld | %s | %.1f | %.0f | %.1e |\n", OpName(op),
                     static_cast<long long>(m), static_cast<long long>(n),
@@ -408,7 +430,9 @@ int main(int argc, char** argv) {
           std::fflush(json);
         }
       }
-      for (void* p : {b.x, b.y, b.out, b.res, b.dy, b.dx, b.w, b.b, b.ws}) CHECK_CUDA(cudaFree(p));
+      for (void* p : {b.x, b.y, b.out, b.res, b.dy, b.dres, b.dx, b.w, b.b, b.ws}) {
+        CHECK_CUDA(cudaFree(p));
+      }
       for (float* p : {b.mean, b.rstd, b.dw, b.db}) CHECK_CUDA(cudaFree(p));
     }
   }
