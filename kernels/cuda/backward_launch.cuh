@@ -21,8 +21,18 @@ struct StageOne {
   int cluster_ctas = 1;
 };
 
+// Blocks of a staged kernel with `bytes` of dynamic shared memory (and the
+// static scratch) that one SM's shared memory holds; the driver reserves 1 KB
+// per block, and an SM holds one such reserve more than a block may opt in to.
+inline int StagedBlocksPerSm(size_t bytes) {
+  constexpr size_t kReserved = 1024;
+  return static_cast<int>((MaxSharedBytesPerBlock() + kReserved) /
+                          (bytes + kScratchBytes + kReserved));
+}
+
 // plain: no y and no grad_residual_out. db: grad_bias is wanted. full: see
-// FullRow. partials: dw or db is wanted.
+// FullRow. partials: dw or db is wanted. tensors: StagedTensors of the launch.
+// residual_as_stored: no grad_residual_out, or one stored as T.
 // Measured on the H100: plain 16-bit rows faster staged, fp32 rows of one
 // block on the register kernel (round4.md) but for the exception below;
 // rows split over a cluster faster staged in both (round7.md: fp32 8192 x
@@ -32,19 +42,25 @@ struct StageOne {
 // spills, bf16 8192 x 16384 347.5 -> 309.9 us).
 template <typename T, int VEC, int ITERS, bool kCenter>
 StageOne ChooseStageOne(const RowLayout& layout, int64_t hidden, bool plain, bool db, bool full,
-                        bool partials) {
+                        bool partials, int tensors, bool residual_as_stored) {
   StageOne s;
-  auto staged = [&](auto ctas) {
+  auto staged_bytes = [&](auto ctas, int staged_tensors) {
     constexpr int kCtas = decltype(ctas)::value;
+    return StagedSharedBytes(layout.rows_per_cta,
+                             LocalRowLength<VEC, ITERS, kCtas>(hidden, layout.tpr), sizeof(T),
+                             staged_tensors);
+  };
+  auto staged = [&](auto ctas, auto fused) {
+    constexpr int kCtas = decltype(ctas)::value;
+    constexpr bool kFused = decltype(fused)::value;
     s.cluster_ctas = kCtas;
-    s.shared_bytes = StagedSharedBytes(
-        layout.rows_per_cta, LocalRowLength<VEC, ITERS, kCtas>(hidden, layout.tpr), sizeof(T));
+    s.shared_bytes = staged_bytes(ctas, kFused ? tensors : 2);
     if (full) {
-      s.kernel = db ? &BackwardStagedKernel<T, VEC, ITERS, true, kCenter, kCtas, true>
-                    : &BackwardStagedKernel<T, VEC, ITERS, false, kCenter, kCtas, true>;
+      s.kernel = db ? &BackwardStagedKernel<T, VEC, ITERS, true, kCenter, kCtas, true, kFused>
+                    : &BackwardStagedKernel<T, VEC, ITERS, false, kCenter, kCtas, true, kFused>;
     } else {
-      s.kernel = db ? &BackwardStagedKernel<T, VEC, ITERS, true, kCenter, kCtas>
-                    : &BackwardStagedKernel<T, VEC, ITERS, false, kCenter, kCtas>;
+      s.kernel = db ? &BackwardStagedKernel<T, VEC, ITERS, true, kCenter, kCtas, false, kFused>
+                    : &BackwardStagedKernel<T, VEC, ITERS, false, kCenter, kCtas, false, kFused>;
     }
     return s;
   };
@@ -56,7 +72,7 @@ StageOne ChooseStageOne(const RowLayout& layout, int64_t hidden, bool plain, boo
       if (layout.rows_per_cta != 1) return s;
       auto cluster = [&](auto ctas) {
         constexpr int kCtas = decltype(ctas)::value;
-        if (plain) return staged(ctas);
+        if (plain) return staged(ctas, std::false_type{});
         // Fused rows: only the generic instance. dw / db accumulators:
         // [2][block's columns] fp32.
         s.cluster_ctas = kCtas;
@@ -76,8 +92,21 @@ StageOne ChooseStageOne(const RowLayout& layout, int64_t hidden, bool plain, boo
     }
     return s;
   }
+  // Fused 16-bit rows of one block are staged too (x, dy and y; the residual
+  // gradient goes to registers: BackwardStagedKernel), unless y's stages leave
+  // an SM fewer blocks than the plain launch's, which the chunk plan counts on
+  // (BackwardResidentBlocks). Measured on the H100 against the generic
+  // register kernel (gpu-2026-11-25-round15.md), bf16 add + RMSNorm backward
+  // of a saved p (no y): 32768 x 4096 486 -> 368 us, 8192 x 16384 636 -> 373,
+  // 65536 x 1024 250 -> 192, 4096 x 5000 125 -> 98; with x and y, 32768 x 4096
+  // 543 -> 458 us.
   if constexpr (sizeof(T) == 2 && VEC == 8) {
-    if (plain) return staged(IntConst<1>{});
+    if (plain) return staged(IntConst<1>{}, std::false_type{});
+    const int plain_blocks = StagedBlocksPerSm(staged_bytes(IntConst<1>{}, 2));
+    const int fused_blocks = StagedBlocksPerSm(staged_bytes(IntConst<1>{}, tensors));
+    if (residual_as_stored && fused_blocks >= (plain_blocks < 2 ? plain_blocks : 2)) {
+      return staged(IntConst<1>{}, std::true_type{});
+    }
   }
   // Plain fp32 rows of more than kTargetThreads and fewer than kMaxThreads
   // threads (hidden 4100-8188) are staged too: the register kernel fits one
@@ -87,7 +116,7 @@ StageOne ChooseStageOne(const RowLayout& layout, int64_t hidden, bool plain, boo
   // 121.5 -> 106.9 us; at 512 threads, 16384 x 8192, 0.3-0.6 % slower).
   if constexpr (sizeof(T) == 4 && VEC == 4) {
     if (plain && layout.tpr > kTargetThreads && layout.tpr < kMaxThreads) {
-      return staged(IntConst<1>{});
+      return staged(IntConst<1>{}, std::false_type{});
     }
   }
   // The specialised "plain" instance (no y, no grad_residual_out) exists for
@@ -114,9 +143,11 @@ cudaError_t LaunchBackwardRows(const BackwardArgs& a, const RowLayout& layout, i
       return cudaGetLastError();
     } else {
       const bool plain = a.y == nullptr && a.grad_residual_out == nullptr;
-      const StageOne s = ChooseStageOne<T, kVec, kIters, kCenter>(
-          layout, a.hidden, plain, a.grad_bias != nullptr,
-          FullRow(layout, a.hidden, a.norm.stat_len), partials);
+      const bool residual_as_stored = a.grad_residual_out == nullptr || a.residual_dtype == a.dtype;
+      const StageOne s =
+          ChooseStageOne<T, kVec, kIters, kCenter>(layout, a.hidden, plain, a.grad_bias != nullptr,
+                                                   FullRow(layout, a.hidden, a.norm.stat_len),
+                                                   partials, StagedTensors(a), residual_as_stored);
       if (s.kernel == nullptr) return cudaErrorInvalidConfiguration;
       if (const cudaError_t err = AllowDynamicShared(s.kernel, s.shared_bytes);
           err != cudaSuccess) {
@@ -162,7 +193,8 @@ int BackwardResidentBlocks(const RowLayout& layout, int64_t hidden, int sms) {
           return occupancy(&BackwardStreamKernel<T, kVec>, 0, 1);
         } else {
           const StageOne s = ChooseStageOne<T, kVec, kIters, true>(
-              layout, hidden, /*plain=*/true, /*db=*/true, /*full=*/false, /*partials=*/true);
+              layout, hidden, /*plain=*/true, /*db=*/true, /*full=*/false, /*partials=*/true,
+              /*tensors=*/2, /*residual_as_stored=*/true);
           if (s.kernel == nullptr) return cudaErrorInvalidConfiguration;
           return occupancy(s.kernel, s.shared_bytes, s.cluster_ctas);
         }

@@ -1,9 +1,11 @@
-// The plain backward (no y, no grad_residual_out; see backward_kernels.cuh for
-// the math) for rows of 16-byte vectors, with the rows staged through shared
-// memory instead of registers:
-//  - each thread copies its own vectors of the next row's x and dy into shared
-//    memory with cp.async while it works on the current row, and reads back
-//    only those bytes, so the pipeline needs no block barrier;
+// The backward (see backward_kernels.cuh for the math) for rows of 16-byte
+// vectors, with the rows staged through shared memory instead of registers:
+//  - each thread copies its own vectors of the next row's x and dy (and y, in
+//    a fused launch that has it) into shared memory with cp.async while it
+//    works on the current row, and reads back only those bytes, so the
+//    pipeline needs no block barrier;
+//  - a fused launch's grad_residual_out, used once, is loaded into registers
+//    as each row starts, its latency hidden behind the row's reductions;
 //  - registers then hold dw and db of the thread's columns across the whole
 //    chunk, so the per-row read-modify-write of shared accumulators is gone;
 //  - scale * w is formed once per block, as fp32 in shared memory, instead of
@@ -11,9 +13,11 @@
 //    products, so the same bits).
 // kCtas > 1: one row group per cluster of kCtas blocks, each staging and
 // accumulating only its share of the row's columns (row_layout.h).
-// The arithmetic and its order are those of BackwardKernel's plain instance:
-// the same PlainR / PlainDxOf, sums and group reductions, dw / db summed over
-// the same rows in the same order.
+// The arithmetic and its order are those of BackwardKernel: a plain launch
+// (no y, no grad_residual_out) its plain instance's PlainR / PlainDxOf, a fused
+// one (kFused) its generic instance's p = x + y, r = (p - mean) * rstd and
+// DxOf; the same sums and group reductions, dw / db summed over the same rows
+// in the same order.
 #ifndef NORMSERVE_KERNELS_CUDA_BACKWARD_STAGED_CUH_
 #define NORMSERVE_KERNELS_CUDA_BACKWARD_STAGED_CUH_
 
@@ -33,26 +37,33 @@ namespace normserve::kernels::cuda {
 inline constexpr int kStagedRows = 2;
 
 // Dynamic shared memory of a staged launch, with row_len the block's row
-// storage (LocalRowLength: the hidden size, or the block's share of it):
-// [kStagedRows][rows_per_cta][x, dy][row_len], reused at the end for one
-// [rows_per_cta][row_len] fp32 partial (never larger: stages x 2 tensors x
-// sizeof(T) >= 4 bytes per element), then [row_len] fp32 scale * w.
+// storage (LocalRowLength: the hidden size, or the block's share of it) and
+// `tensors` the tensors staged per row (StagedTensors):
+// [kStagedRows][rows_per_cta][x, dy, (y)][row_len], reused at the end for
+// one [rows_per_cta][row_len] fp32 partial (never larger: stages x 2 or more
+// tensors x sizeof(T) >= 4 bytes per element), then [row_len] fp32 scale * w.
 __host__ __device__ inline size_t StagedRowsBytes(int rows_per_cta, int64_t row_len,
-                                                  size_t elem_size) {
-  return kStagedRows * 2 * elem_size * static_cast<size_t>(rows_per_cta) *
+                                                  size_t elem_size, int tensors) {
+  return kStagedRows * tensors * elem_size * static_cast<size_t>(rows_per_cta) *
          static_cast<size_t>(row_len);
 }
-inline size_t StagedSharedBytes(int rows_per_cta, int64_t row_len, size_t elem_size) {
-  return StagedRowsBytes(rows_per_cta, row_len, elem_size) +
+inline size_t StagedSharedBytes(int rows_per_cta, int64_t row_len, size_t elem_size, int tensors) {
+  return StagedRowsBytes(rows_per_cta, row_len, elem_size, tensors) +
          sizeof(float) * static_cast<size_t>(row_len);
+}
+// Tensors a launch stages per row: x and dy, and y where it has one.
+__host__ __device__ inline int StagedTensors(const BackwardArgs& a) {
+  return 2 + (a.y != nullptr ? 1 : 0);
 }
 
 // kDb: the launch wants grad_bias (LayerNorm with a bias); without it the db
 // registers are not spent. kCenter: LayerNorm. kFull: every vector lies
 // inside the row and the statistic (FullRow), so no bounds test is compiled:
 // the same arithmetic, and registers to spare (the LayerNorm-with-bias
-// instance at 4 vectors spilled 96 bytes with the tests).
-template <typename T, int VEC, int ITERS, bool kDb, bool kCenter, int kCtas = 1, bool kFull = false>
+// instance at 4 vectors spilled 96 bytes with the tests). kFused: the launch
+// has y or grad_residual_out (stored as T).
+template <typename T, int VEC, int ITERS, bool kDb, bool kCenter, int kCtas = 1, bool kFull = false,
+          bool kFused = false>
 __global__ void __launch_bounds__(kMaxThreads)
     BackwardStagedKernel(const BackwardArgs a, const int tpr, const int rows_per_cta,
                          const int64_t chunk_rows) {
@@ -71,11 +82,15 @@ __global__ void __launch_bounds__(kMaxThreads)
   const ChunkRows c = FindChunk(a, chunk, total_chunks, chunk_rows, rows_per_cta);
   const T* x = static_cast<const T*>(a.x);
   const T* dy = static_cast<const T*>(a.grad_out);
-  // This group's x (which = 0) or dy (which = 1) row in stage s; a thread's
-  // vector `it` sits at LocalColumn(it) of it.
+  const T* y = static_cast<const T*>(a.y);
+  const T* residual_grad = static_cast<const T*>(a.grad_residual_out);
+  const int tensors = kFused ? StagedTensors(a) : 2;
+  constexpr int kX = 0, kDy = 1, kY = 2;  // kY: fused launches with y
+  // This group's row of tensor `which` in stage s; a thread's vector `it` sits
+  // at LocalColumn(it) of it.
   auto slot = [&](int s, int which) {
     return reinterpret_cast<T*>(staged) +
-           (static_cast<int64_t>(s * rows_per_cta + group) * 2 + which) * len;
+           (static_cast<int64_t>(s * rows_per_cta + group) * tensors + which) * len;
   };
   // Starts copying `row` into stage s (zeros for a row past the chunk).
   auto stage_row = [&](int64_t row, int s) {
@@ -86,8 +101,11 @@ __global__ void __launch_bounds__(kMaxThreads)
       const int col = (it * tpr + t) * VEC;
       const int local = LocalColumn<VEC, kCtas>(it, tpr, t);
       if (kFull || col < d) {
-        CpAsync16(slot(s, 0) + local, x + base + col, live);
-        CpAsync16(slot(s, 1) + local, dy + base + col, live);
+        CpAsync16(slot(s, kX) + local, x + base + col, live);
+        CpAsync16(slot(s, kDy) + local, dy + base + col, live);
+        if constexpr (kFused) {
+          if (y != nullptr) CpAsync16(slot(s, kY) + local, y + base + col, live);
+        }
       }
     }
     CpAsyncCommit();
@@ -100,9 +118,9 @@ __global__ void __launch_bounds__(kMaxThreads)
       rstd = a.rstd[row];
     }
   };
-  // Vector `it` of stage s's tensor as fp32 (zeros past the row's end). x is
-  // held as stored: p = x + 0 is formed in PlainR, and the statistics' sums do
-  // not depend on it (see BackwardRow).
+  // Vector `it` of stage s's tensor as fp32 (zeros past the row's end). In a
+  // plain launch x is held as stored: p = x + 0 is formed in PlainR, and the
+  // statistics' sums do not depend on it (see BackwardRow).
   auto load = [&](int s, int which, int it, float(&v)[VEC]) {
     const int col = (it * tpr + t) * VEC;
     if (kFull || col < d) {
@@ -120,8 +138,19 @@ __global__ void __launch_bounds__(kMaxThreads)
   // Saved statistics are loaded one row ahead, into registers.
   float next_mean, next_rstd;
   saved_stats(row, next_mean, next_rstd);
+  // p = x + y of a fused launch (x + 0 without y, as BackwardRow forms it).
+  auto load_p = [&](int s, int it, float(&v)[VEC]) {
+    load(s, kX, it, v);
+    if constexpr (kFused) {
+      float yv[VEC] = {};
+      if (y != nullptr) load(s, kY, it, yv);
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) v[i] += yv[i];
+    }
+  };
   const SharedFloatRow<VEC> scaled_w{
-      reinterpret_cast<float*>(staged + StagedRowsBytes(rows_per_cta, len, sizeof(T))), len};
+      reinterpret_cast<float*>(staged + StagedRowsBytes(rows_per_cta, len, sizeof(T), tensors)),
+      len};
   if (group == 0) {
 #pragma unroll
     for (int it = 0; it < ITERS; ++it) {
@@ -144,23 +173,36 @@ __global__ void __launch_bounds__(kMaxThreads)
     stage_row(next, s ^ 1);
     saved_stats(next, next_mean, next_rstd);
     CpAsyncWait<kStagedRows - 1>();  // this row's copies have landed
+    // The row's grad_residual_out, read from global memory into registers
+    // now, in flight during the reductions: staged like y, its third tensor
+    // took 16-bit rows of 8192 off two blocks per SM (gpu-2026-11-25-round15.md).
+    RawVec<T, VEC> residual_grad_raw[kFused ? ITERS : 1];
+    if constexpr (kFused) {
+      const bool has_residual_grad = live && residual_grad != nullptr;
+#pragma unroll
+      for (int it = 0; it < ITERS; ++it) {
+        const int col = (it * tpr + t) * VEC;
+        residual_grad_raw[it] = LoadRawOrZero<T, VEC>(residual_grad + row * a.hidden + col,
+                                                      has_residual_grad && (kFull || col < d));
+      }
+    }
 
     if (!c.has_stats) {
-      RowStatsOf<kCenter, VEC, ITERS, kFull>([&](int it, float(&v)[VEC]) { load(s, 0, it, v); },
-                                             tpr, t, d, a.norm, scratch, mean, rstd);
+      RowStatsOf<kCenter, VEC, ITERS, kFull>([&](int it, float(&v)[VEC]) { load_p(s, it, v); }, tpr,
+                                             t, d, a.norm, scratch, mean, rstd);
     }
     const float neg_mean = NegatedOrPlusZero(mean);
     // Vector `it`'s r and dr (and dy in g).
     auto r_dr = [&](int it, float(&r)[VEC], float(&g)[VEC], float(&dr)[VEC]) {
       const int col = (it * tpr + t) * VEC;
       float sw[VEC];
-      load(s, 0, it, r);
-      load(s, 1, it, g);
+      load_p(s, it, r);
+      load(s, kDy, it, g);
       // padding: the block's first column's (dy is 0 there)
       scaled_w.Load(kFull || col < d ? LocalColumn<VEC, kCtas>(it, tpr, t) : 0, sw);
 #pragma unroll
       for (int i = 0; i < VEC; ++i) {
-        r[i] = PlainR<kCenter>(r[i], neg_mean, rstd);
+        r[i] = kFused ? (r[i] - mean) * rstd : PlainR<kCenter>(r[i], neg_mean, rstd);
         dr[i] = __fmul_rn(g[i], sw[i]);
       }
     };
@@ -178,7 +220,13 @@ __global__ void __launch_bounds__(kMaxThreads)
       if (live && (kFull || col < d)) {
         float r[VEC], g[VEC], dr[VEC], dx[VEC];
         r_dr(it, r, g, dr);
-        PlainDxOf<kCenter>(r, dr, kFull ? 0 : col, kFull ? VEC : k, rstd, dq, dx);
+        if constexpr (kFused) {
+          float residual_g[VEC];  // the residual branch's gradient (0 without one)
+          UnpackRaw<T, VEC>(residual_grad_raw[it], residual_g);
+          DxOf(r, dr, residual_g, kFull ? 0 : col, kFull ? VEC : k, rstd, dq, dx);
+        } else {
+          PlainDxOf<kCenter>(r, dr, kFull ? 0 : col, kFull ? VEC : k, rstd, dq, dx);
+        }
 #pragma unroll
         for (int i = 0; i < VEC; ++i) {
           dw[it][i] += g[i] * r[i];
