@@ -21,13 +21,14 @@ struct StageOne {
   int cluster_ctas = 1;
 };
 
-// Blocks of a staged kernel with `bytes` of dynamic shared memory (and the
-// static scratch) that one SM's shared memory holds; the driver reserves 1 KB
-// per block, and an SM holds one such reserve more than a block may opt in to.
-inline int StagedBlocksPerSm(size_t bytes) {
+// Blocks of a staged kernel of clusters of `ctas` blocks with `bytes` of
+// dynamic shared memory (and its static scratch) that one SM's shared memory
+// holds (0: not even one); the driver reserves 1 KB per block, and an SM holds
+// one such reserve more than a block may opt in to.
+inline int StagedBlocksPerSm(size_t bytes, int ctas) {
   constexpr size_t kReserved = 1024;
-  return static_cast<int>((MaxSharedBytesPerBlock() + kReserved) /
-                          (bytes + kScratchBytes + kReserved));
+  const size_t scratch = ctas == 1 ? kScratchBytes : ClusterScratchBytes(ctas);
+  return static_cast<int>((MaxSharedBytesPerBlock() + kReserved) / (bytes + scratch + kReserved));
 }
 
 // plain: no y and no grad_residual_out. db: grad_bias is wanted. full: see
@@ -64,6 +65,16 @@ StageOne ChooseStageOne(const RowLayout& layout, int64_t hidden, bool plain, boo
     }
     return s;
   };
+  // Whether a fused launch's stages (one tensor more where it has y) leave an
+  // SM as many blocks as the plain launch's, up to the 2 per SM the chunk plan
+  // counts on (BackwardResidentBlocks); its residual gradient goes to
+  // registers (BackwardStagedKernel).
+  auto fused_stages_fit = [&](auto ctas) {
+    constexpr int kCtas = decltype(ctas)::value;
+    const int plain_blocks = StagedBlocksPerSm(staged_bytes(ctas, 2), kCtas);
+    const int fused_blocks = StagedBlocksPerSm(staged_bytes(ctas, tensors), kCtas);
+    return residual_as_stored && fused_blocks >= (plain_blocks < 2 ? plain_blocks : 2);
+  };
   if (layout.ctas_per_row > 1) {
     // ChooseRowLayout splits only rows of full vectors, four per thread, into
     // clusters of kClusterCtas, kWideClusterCtas or kWidestClusterCtas blocks
@@ -73,8 +84,13 @@ StageOne ChooseStageOne(const RowLayout& layout, int64_t hidden, bool plain, boo
       auto cluster = [&](auto ctas) {
         constexpr int kCtas = decltype(ctas)::value;
         if (plain) return staged(ctas, std::false_type{});
-        // Fused rows: only the generic instance. dw / db accumulators:
-        // [2][block's columns] fp32.
+        // Fused rows staged where they fit (fused_stages_fit); otherwise the
+        // generic instance, dw / db accumulators [2][block's columns] fp32.
+        // Measured on the H100 (gpu-2026-11-25-round15.md), add + RMSNorm
+        // backward of a saved p: bf16 4096 x 20000 512 -> 314 us, 1024 x
+        // 65536 361 -> 211; fp32 8192 x 16384 857 -> 724, 1024 x 65536 492 ->
+        // 379.
+        if (fused_stages_fit(ctas)) return staged(ctas, std::true_type{});
         s.cluster_ctas = kCtas;
         s.kernel = &BackwardKernel<T, VEC, ITERS, false, kCenter, kCtas>;
         s.shared_bytes =
@@ -92,21 +108,8 @@ StageOne ChooseStageOne(const RowLayout& layout, int64_t hidden, bool plain, boo
     }
     return s;
   }
-  // Fused 16-bit rows of one block are staged too (x, dy and y; the residual
-  // gradient goes to registers: BackwardStagedKernel), unless y's stages leave
-  // an SM fewer blocks than the plain launch's, which the chunk plan counts on
-  // (BackwardResidentBlocks). Measured on the H100 against the generic
-  // register kernel (gpu-2026-11-25-round15.md), bf16 add + RMSNorm backward
-  // of a saved p (no y): 32768 x 4096 486 -> 368 us, 8192 x 16384 636 -> 373,
-  // 65536 x 1024 250 -> 192, 4096 x 5000 125 -> 98; with x and y, 32768 x 4096
-  // 543 -> 458 us.
   if constexpr (sizeof(T) == 2 && VEC == 8) {
     if (plain) return staged(IntConst<1>{}, std::false_type{});
-    const int plain_blocks = StagedBlocksPerSm(staged_bytes(IntConst<1>{}, 2));
-    const int fused_blocks = StagedBlocksPerSm(staged_bytes(IntConst<1>{}, tensors));
-    if (residual_as_stored && fused_blocks >= (plain_blocks < 2 ? plain_blocks : 2)) {
-      return staged(IntConst<1>{}, std::true_type{});
-    }
   }
   // Plain fp32 rows of more than kTargetThreads and fewer than kMaxThreads
   // threads (hidden 4100-8188) are staged too: the register kernel fits one
@@ -118,6 +121,16 @@ StageOne ChooseStageOne(const RowLayout& layout, int64_t hidden, bool plain, boo
     if (plain && layout.tpr > kTargetThreads && layout.tpr < kMaxThreads) {
       return staged(IntConst<1>{}, std::false_type{});
     }
+  }
+  // Fused rows of one block are staged too where they fit (fused_stages_fit).
+  // Measured on the H100 against the generic register kernel
+  // (gpu-2026-11-25-round15.md), add + RMSNorm backward of a saved p (no y):
+  // bf16 32768 x 4096 486 -> 368 us, 8192 x 16384 636 -> 373, 65536 x 1024
+  // 250 -> 192, 4096 x 5000 125 -> 98; fp32 32768 x 4096 811 -> 726, 65536 x
+  // 1024 414 -> 369, 4096 x 5000 174 -> 133. With x and y, bf16 32768 x 4096
+  // 543 -> 458 us.
+  if constexpr (VEC * sizeof(T) == 16) {
+    if (!plain && fused_stages_fit(IntConst<1>{})) return staged(IntConst<1>{}, std::true_type{});
   }
   // The specialised "plain" instance (no y, no grad_residual_out) exists for
   // fp32 full-width vectors only (16-bit ones are staged), to keep the

@@ -81,6 +81,22 @@ TEST_P(BackwardTest, FusedResidualWithGradResidualOutInFp32MatchesReference) {
   }
 }
 
+// The fused backward of a saved p = x + y (x holds p, no y): what frameworks
+// that keep the residual stream pass (the CUDA kernels stage its rows).
+TEST_P(BackwardTest, GradResidualOutWithoutResidualMatchesReference) {
+  for (bool center : {false, true}) {
+    NormCase c = Base();
+    c.config.center = center;
+    c.weight = true;
+    c.grad_residual_out = true;
+    c.residual_dtype = c.dtype;
+    c.saved_stats = !center;
+    c.grad_weight = true;
+    c.grad_bias = center;
+    ExpectBackwardMatchesReference(backend(), c, 19);
+  }
+}
+
 TEST_P(BackwardTest, PartialStatisticWithCustomCMatchesReference) {
   for (double partial : {0.25, 0.0625}) {
     for (bool center : {false, true}) {
@@ -115,12 +131,13 @@ INSTANTIATE_TEST_SUITE_P(Kernels, BackwardTest,
 // dw / db add more than one row per chunk. A short second segment follows.
 class ManyRowsBackwardTest : public BackendTest<DType, int64_t> {};
 
-// RMSNorm with saved statistics, LayerNorm without, and the fused residual
-// backward (y and grad_residual_out: the kernels' generic instances).
+// RMSNorm with saved statistics, LayerNorm without, the fused residual
+// backward (y and an fp32 grad_residual_out), and that of a saved p
+// (grad_residual_out in the batch dtype, without y: the staged kernels).
 TEST_P(ManyRowsBackwardTest, EveryRowAndTheReductionsMatchReference) {
-  for (int variant = 0; variant < 3; ++variant) {
+  for (int variant = 0; variant < 4; ++variant) {
     const bool center = variant == 1;
-    const bool fused = variant == 2;
+    const bool fused = variant >= 2;
     NormCase c;
     c.dtype = std::get<1>(GetParam());
     c.hidden = std::get<2>(GetParam());
@@ -128,8 +145,9 @@ TEST_P(ManyRowsBackwardTest, EveryRowAndTheReductionsMatchReference) {
     c.config.center = center;
     c.weight = true;
     c.saved_stats = variant == 0;
-    c.residual = fused;
+    c.residual = variant == 2;
     c.grad_residual_out = fused;
+    if (variant == 3) c.residual_dtype = c.dtype;
     c.grad_weight = true;
     c.grad_bias = center;
     ExpectBackwardMatchesReference(backend(), c, 18);
