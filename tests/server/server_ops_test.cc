@@ -190,6 +190,54 @@ TEST_F(ServerOpsTest, BackwardMatchesReferenceForEveryKindAndDtype) {
   }
 }
 
+// A training loop that kept the forward's residual_out p sends it as x, with
+// no residual, and the gradient arriving at p.
+TEST_F(ServerOpsTest, BackwardOfASavedResidualStreamMatchesReference) {
+  for (const OpCase& c : AllCases()) {
+    SCOPED_TRACE(Name(c));
+    const int64_t rows = 5, hidden = 264;
+    const kernels::NormConfig config{.center = c.layer_norm, .eps = 1e-5f};
+    auto x = HostTensor::Random(c.dtype, rows * hidden, rng_);
+    auto y = HostTensor::Random(c.dtype, rows * hidden, rng_);
+    auto w = HostTensor::Random(c.dtype, hidden, rng_, 1.0, 0.2);
+    auto dout = HostTensor::Random(c.dtype, rows * hidden, rng_);
+    auto dp = HostTensor::Random(c.dtype, rows * hidden, rng_);
+    v1::ForwardRequest forward;
+    forward.mutable_config()->set_kind(c.layer_norm ? v1::LAYER_NORM : v1::RMS_NORM);
+    forward.mutable_config()->set_eps(1e-5f);
+    *forward.mutable_x() = ToTensor(x, {rows, hidden});
+    *forward.mutable_residual() = ToTensor(y, {rows, hidden});
+    *forward.mutable_params()->mutable_weight() = ToTensor(w, {hidden});
+    v1::ForwardResponse forward_response;
+    {
+      grpc::ClientContext context;
+      ASSERT_TRUE(stub_->Forward(&context, forward, &forward_response).ok());
+    }
+    v1::BackwardRequest request;
+    *request.mutable_config() = forward.config();
+    *request.mutable_x() = forward_response.residual_out();
+    *request.mutable_params() = forward.params();
+    *request.mutable_grad_output() = ToTensor(dout, {rows, hidden});
+    *request.mutable_grad_residual_out() = ToTensor(dp, {rows, hidden});
+    request.set_want_grad_weight(true);
+    v1::BackwardResponse response;
+    grpc::ClientContext context;
+    const grpc::Status status = stub_->Backward(&context, request, &response);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    const auto expected =
+        reference::Backward(config, {.rows = rows,
+                                     .hidden = hidden,
+                                     .x = Values(forward_response.residual_out()),
+                                     .weight = w.Values(),
+                                     .grad_out = dout.Values(),
+                                     .grad_residual_out = dp.Values()});
+    EXPECT_LT(reference::RelativeError(Values(response.grad_input()), expected.grad_in),
+              Tolerance(c.dtype));
+    EXPECT_LT(reference::RelativeError(Values(response.grad_weight()), expected.grad_weight),
+              Tolerance(c.dtype));
+  }
+}
+
 TEST_F(ServerOpsTest, RegisteredParamsGiveTheSameResultAsInlineOnes) {
   const int64_t rows = 4, hidden = 64;
   auto x = HostTensor::Random(DType::kBF16, rows * hidden, rng_);
