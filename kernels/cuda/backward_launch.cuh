@@ -56,6 +56,18 @@ StageOne ChooseStageOne(const RowLayout& layout, int64_t hidden, bool plain, boo
     constexpr bool kFused = decltype(fused)::value;
     s.cluster_ctas = kCtas;
     s.shared_bytes = staged_bytes(ctas, kFused ? tensors : 2);
+    if constexpr (kCtas == 1 && sizeof(T) == 2 && ITERS == 2) {
+      if (layout.threads() > kTargetThreads && layout.threads() <= kPairedThreads) {
+        if (full) {
+          s.kernel = db ? &BackwardStagedPairedKernel<T, true, kCenter, true, kFused>
+                        : &BackwardStagedPairedKernel<T, false, kCenter, true, kFused>;
+        } else {
+          s.kernel = db ? &BackwardStagedPairedKernel<T, true, kCenter, false, kFused>
+                        : &BackwardStagedPairedKernel<T, false, kCenter, false, kFused>;
+        }
+        return s;
+      }
+    }
     if (full) {
       s.kernel = db ? &BackwardStagedKernel<T, VEC, ITERS, true, kCenter, kCtas, true, kFused>
                     : &BackwardStagedKernel<T, VEC, ITERS, false, kCenter, kCtas, true, kFused>;

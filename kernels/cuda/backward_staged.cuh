@@ -62,11 +62,12 @@ __host__ __device__ inline int StagedTensors(const BackwardArgs& a) {
 // the same arithmetic, and registers to spare (the LayerNorm-with-bias
 // instance at 4 vectors spilled 96 bytes with the tests). kFused: the launch
 // has y or grad_residual_out (stored as T).
-template <typename T, int VEC, int ITERS, bool kDb, bool kCenter, int kCtas = 1, bool kFull = false,
-          bool kFused = false>
-__global__ void __launch_bounds__(kMaxThreads)
-    BackwardStagedKernel(const BackwardArgs a, const int tpr, const int rows_per_cta,
-                         const int64_t chunk_rows) {
+// The body of both kernels below.
+template <typename T, int VEC, int ITERS, bool kDb, bool kCenter, int kCtas, bool kFull,
+          bool kFused>
+__device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const int tpr,
+                                                   const int rows_per_cta,
+                                                   const int64_t chunk_rows) {
   static_assert(sizeof(T) * VEC == 16, "staged rows move 16-byte vectors");
   extern __shared__ __align__(16) unsigned char staged[];
   __shared__ ClusterScratchStorage<kCtas> scratch_storage;
@@ -262,6 +263,34 @@ __global__ void __launch_bounds__(kMaxThreads)
       WriteBlockColumnsPartial<VEC, kCtas>(a, chunk, total_chunks, tpr, rank, len, acc, which);
     }
   }
+}
+
+template <typename T, int VEC, int ITERS, bool kDb, bool kCenter, int kCtas = 1, bool kFull = false,
+          bool kFused = false>
+__global__ void __launch_bounds__(kMaxThreads)
+    BackwardStagedKernel(const BackwardArgs a, const int tpr, const int rows_per_cta,
+                         const int64_t chunk_rows) {
+  BackwardStagedRows<T, VEC, ITERS, kDb, kCenter, kCtas, kFull, kFused>(a, tpr, rows_per_cta,
+                                                                        chunk_rows);
+}
+
+// Blocks of more than kTargetThreads and at most kPairedThreads threads (16-bit
+// rows of 4097-5120 elements at 2 vectors per thread) hold two per SM only at
+// 96 registers or fewer; BackwardStagedKernel's bound lets ptxas take up to 128
+// (one block per SM, and the chunk plan with it). Measured on the H100
+// (gpu-2026-11-25-round16.md): bf16 4096 x 5000 add + RMSNorm backward of a
+// saved p 97.6 -> 76.3 us, RMSNorm 64.0 -> 62.2; 4096 x 4608 RMSNorm 59.3 ->
+// 53.2, LayerNorm 62.6 -> 56.5. The same cap on every layout's instance was
+// 1-2 % slower at 256 or 512 threads, and on fp32 rows (4 vectors of 4) slower
+// but for the fused backward (bf16 LayerNorm 4096 x 6000 73.7 -> 80.7 us, fp32
+// 4096 x 5000 103.2 -> 118.3).
+inline constexpr int kPairedThreads = 320;
+template <typename T, bool kDb, bool kCenter, bool kFull, bool kFused>
+__global__ void __launch_bounds__(kPairedThreads, 2)
+    BackwardStagedPairedKernel(const BackwardArgs a, const int tpr, const int rows_per_cta,
+                               const int64_t chunk_rows) {
+  BackwardStagedRows<T, 16 / sizeof(T), 2, kDb, kCenter, 1, kFull, kFused>(a, tpr, rows_per_cta,
+                                                                           chunk_rows);
 }
 
 }  // namespace normserve::kernels::cuda
