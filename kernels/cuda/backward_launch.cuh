@@ -33,7 +33,8 @@ inline int StagedBlocksPerSm(size_t bytes, int ctas) {
 
 // plain: no y and no grad_residual_out. db: grad_bias is wanted. full: see
 // FullRow. partials: dw or db is wanted. tensors: StagedTensors of the launch.
-// residual_as_stored: no grad_residual_out, or one stored as T.
+// residual_as_stored: no grad_residual_out, or one stored as T. plan_blocks:
+// the blocks per SM the chunk plan runs (PlanBlocksPerSm).
 // Measured on the H100: plain 16-bit rows faster staged, fp32 rows of one
 // block on the register kernel (round4.md) but for the exception below;
 // rows split over a cluster faster staged in both (round7.md: fp32 8192 x
@@ -43,7 +44,7 @@ inline int StagedBlocksPerSm(size_t bytes, int ctas) {
 // spills, bf16 8192 x 16384 347.5 -> 309.9 us).
 template <typename T, int VEC, int ITERS, bool kCenter>
 StageOne ChooseStageOne(const RowLayout& layout, int64_t hidden, bool plain, bool db, bool full,
-                        bool partials, int tensors, bool residual_as_stored) {
+                        bool partials, int tensors, bool residual_as_stored, int plan_blocks) {
   StageOne s;
   auto staged_bytes = [&](auto ctas, int staged_tensors) {
     constexpr int kCtas = decltype(ctas)::value;
@@ -78,14 +79,16 @@ StageOne ChooseStageOne(const RowLayout& layout, int64_t hidden, bool plain, boo
     return s;
   };
   // Whether a fused launch's stages (one tensor more where it has y) leave an
-  // SM as many blocks as the plain launch's, up to the 2 per SM the chunk plan
-  // counts on (BackwardResidentBlocks); its residual gradient goes to
-  // registers (BackwardStagedKernel).
+  // SM the blocks the chunk plan runs; its residual gradient goes to registers
+  // (BackwardStagedKernel). Comparing with the plain launch's shared memory
+  // alone had kept 16-bit rows of 8192 and fp32 rows of 4097-5120 with y on
+  // the generic kernel, though registers hold their plan to one block per SM;
+  // staged (gpu-2026-11-25-round16.md, x + y form): bf16 16384 x 8192 551.5 ->
+  // 457.3 us, 4096 x 8192 155.9 -> 128.1; fp32 4096 x 5000 200.4 -> 159.4.
   auto fused_stages_fit = [&](auto ctas) {
     constexpr int kCtas = decltype(ctas)::value;
-    const int plain_blocks = StagedBlocksPerSm(staged_bytes(ctas, 2), kCtas);
-    const int fused_blocks = StagedBlocksPerSm(staged_bytes(ctas, tensors), kCtas);
-    return residual_as_stored && fused_blocks >= (plain_blocks < 2 ? plain_blocks : 2);
+    return residual_as_stored &&
+           StagedBlocksPerSm(staged_bytes(ctas, tensors), kCtas) >= plan_blocks;
   };
   if (layout.ctas_per_row > 1) {
     // ChooseRowLayout splits only rows of full vectors, four per thread, into
@@ -156,6 +159,14 @@ StageOne ChooseStageOne(const RowLayout& layout, int64_t hidden, bool plain, boo
   return s;
 }
 
+// Blocks per SM that the chunk plan of the layout runs (MaxBackwardChunks
+// over the SMs): 1 or 2.
+inline int PlanBlocksPerSm(DType dtype, int64_t hidden, const RowLayout& layout) {
+  const int sms = MaxChunksPerSegment() / 2;
+  const int blocks = MaxBackwardChunks(dtype, hidden, layout) / sms;
+  return blocks > 1 ? blocks : 1;
+}
+
 // Stage one for the layout's instance; kCenter: LayerNorm.
 template <typename T, bool kCenter>
 cudaError_t LaunchBackwardRows(const BackwardArgs& a, const RowLayout& layout, int64_t chunk_rows,
@@ -169,10 +180,10 @@ cudaError_t LaunchBackwardRows(const BackwardArgs& a, const RowLayout& layout, i
     } else {
       const bool plain = a.y == nullptr && a.grad_residual_out == nullptr;
       const bool residual_as_stored = a.grad_residual_out == nullptr || a.residual_dtype == a.dtype;
-      const StageOne s =
-          ChooseStageOne<T, kVec, kIters, kCenter>(layout, a.hidden, plain, a.grad_bias != nullptr,
-                                                   FullRow(layout, a.hidden, a.norm.stat_len),
-                                                   partials, StagedTensors(a), residual_as_stored);
+      const StageOne s = ChooseStageOne<T, kVec, kIters, kCenter>(
+          layout, a.hidden, plain, a.grad_bias != nullptr,
+          FullRow(layout, a.hidden, a.norm.stat_len), partials, StagedTensors(a),
+          residual_as_stored, PlanBlocksPerSm(a.dtype, a.hidden, layout));
       if (s.kernel == nullptr) return cudaErrorInvalidConfiguration;
       if (const cudaError_t err = AllowDynamicShared(s.kernel, s.shared_bytes);
           err != cudaSuccess) {
@@ -219,7 +230,7 @@ int BackwardResidentBlocks(const RowLayout& layout, int64_t hidden, int sms) {
         } else {
           const StageOne s = ChooseStageOne<T, kVec, kIters, true>(
               layout, hidden, /*plain=*/true, /*db=*/true, /*full=*/false, /*partials=*/true,
-              /*tensors=*/2, /*residual_as_stored=*/true);
+              /*tensors=*/2, /*residual_as_stored=*/true, /*plan_blocks=*/1);
           if (s.kernel == nullptr) return cudaErrorInvalidConfiguration;
           return occupancy(s.kernel, s.shared_bytes, s.cluster_ctas);
         }
