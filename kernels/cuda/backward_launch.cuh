@@ -147,6 +147,27 @@ StageOne ChooseStageOne(const RowLayout& layout, int64_t hidden, bool plain, boo
   if constexpr (VEC * sizeof(T) == 16) {
     if (!plain && fused_stages_fit(IntConst<1>{})) return staged(IntConst<1>{}, std::true_type{});
   }
+  // 16-bit rows of 4 vectors with y whose stages do not fit next to scale * w
+  // (hidden 14337-16384: 256 KB at 16384) form it from the weight at each use.
+  // Measured on the H100 (gpu-2026-11-25-round16.md) against the generic
+  // kernel, x + y form: bf16 8192 x 16384 756.0 -> 481.2 us, 4096 x 16384
+  // 386.3 -> 257.1, 4096 x 15000 390.4 -> 330.3.
+  if constexpr (sizeof(T) == 2 && VEC == 8 && ITERS == 4) {
+    const size_t bytes =
+        StagedSharedBytes(layout.rows_per_cta, LocalRowLength<VEC, ITERS, 1>(hidden, layout.tpr),
+                          sizeof(T), tensors, /*weight_row=*/false);
+    if (!plain && residual_as_stored && StagedBlocksPerSm(bytes, 1) >= plan_blocks) {
+      s.shared_bytes = bytes;
+      if (full) {
+        s.kernel = db ? &BackwardStagedKernel<T, VEC, ITERS, true, kCenter, 1, true, true, false>
+                      : &BackwardStagedKernel<T, VEC, ITERS, false, kCenter, 1, true, true, false>;
+      } else {
+        s.kernel = db ? &BackwardStagedKernel<T, VEC, ITERS, true, kCenter, 1, false, true, false>
+                      : &BackwardStagedKernel<T, VEC, ITERS, false, kCenter, 1, false, true, false>;
+      }
+      return s;
+    }
+  }
   // The specialised "plain" instance (no y, no grad_residual_out) exists for
   // fp32 full-width vectors only (16-bit ones are staged), to keep the
   // instance count down. dw / db accumulators: [2][rows_per_cta][hidden] fp32.

@@ -41,15 +41,17 @@ inline constexpr int kStagedRows = 2;
 // `tensors` the tensors staged per row (StagedTensors):
 // [kStagedRows][rows_per_cta][x, dy, (y)][row_len], reused at the end for
 // one [rows_per_cta][row_len] fp32 partial (never larger: stages x 2 or more
-// tensors x sizeof(T) >= 4 bytes per element), then [row_len] fp32 scale * w.
+// tensors x sizeof(T) >= 4 bytes per element), then [row_len] fp32 scale * w
+// where the weight is held in shared memory (weight_row).
 __host__ __device__ inline size_t StagedRowsBytes(int rows_per_cta, int64_t row_len,
                                                   size_t elem_size, int tensors) {
   return kStagedRows * tensors * elem_size * static_cast<size_t>(rows_per_cta) *
          static_cast<size_t>(row_len);
 }
-inline size_t StagedSharedBytes(int rows_per_cta, int64_t row_len, size_t elem_size, int tensors) {
+inline size_t StagedSharedBytes(int rows_per_cta, int64_t row_len, size_t elem_size, int tensors,
+                                bool weight_row = true) {
   return StagedRowsBytes(rows_per_cta, row_len, elem_size, tensors) +
-         sizeof(float) * static_cast<size_t>(row_len);
+         (weight_row ? sizeof(float) * static_cast<size_t>(row_len) : 0);
 }
 // Tensors a launch stages per row: x and dy, and y where it has one.
 __host__ __device__ inline int StagedTensors(const BackwardArgs& a) {
@@ -61,10 +63,12 @@ __host__ __device__ inline int StagedTensors(const BackwardArgs& a) {
 // inside the row and the statistic (FullRow), so no bounds test is compiled:
 // the same arithmetic, and registers to spare (the LayerNorm-with-bias
 // instance at 4 vectors spilled 96 bytes with the tests). kFused: the launch
-// has y or grad_residual_out (stored as T).
+// has y or grad_residual_out (stored as T). kWeightRow: scale * w is kept in
+// shared memory; without it, formed from the weight (L2-resident) at each use,
+// the same products.
 // The body of both kernels below.
 template <typename T, int VEC, int ITERS, bool kDb, bool kCenter, int kCtas, bool kFull,
-          bool kFused>
+          bool kFused, bool kWeightRow>
 __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const int tpr,
                                                    const int rows_per_cta,
                                                    const int64_t chunk_rows) {
@@ -152,18 +156,20 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
   const SharedFloatRow<VEC> scaled_w{
       reinterpret_cast<float*>(staged + StagedRowsBytes(rows_per_cta, len, sizeof(T), tensors)),
       len};
-  if (group == 0) {
+  if constexpr (kWeightRow) {
+    if (group == 0) {
 #pragma unroll
-    for (int it = 0; it < ITERS; ++it) {
-      const int col = (it * tpr + t) * VEC;
-      if (col < d) {
-        float sw[VEC];
-        LoadScaledWeight<T>(a, col, sw);
-        scaled_w.Store(LocalColumn<VEC, kCtas>(it, tpr, t), sw);
+      for (int it = 0; it < ITERS; ++it) {
+        const int col = (it * tpr + t) * VEC;
+        if (col < d) {
+          float sw[VEC];
+          LoadScaledWeight<T>(a, col, sw);
+          scaled_w.Store(LocalColumn<VEC, kCtas>(it, tpr, t), sw);
+        }
       }
     }
+    __syncthreads();  // other row groups read group 0's columns (rows already in flight)
   }
-  __syncthreads();  // other row groups read group 0's columns (rows already in flight)
 
   int s = 0;  // the stage holding this step's row
   for (int64_t tile = c.first; tile < c.end; tile += c.stride, s ^= 1) {
@@ -200,7 +206,11 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
       load_p(s, it, r);
       load(s, kDy, it, g);
       // padding: the block's first column's (dy is 0 there)
-      scaled_w.Load(kFull || col < d ? LocalColumn<VEC, kCtas>(it, tpr, t) : 0, sw);
+      if constexpr (kWeightRow) {
+        scaled_w.Load(kFull || col < d ? LocalColumn<VEC, kCtas>(it, tpr, t) : 0, sw);
+      } else {
+        LoadScaledWeight<T>(a, kFull || col < d ? col : 0, sw);
+      }
 #pragma unroll
       for (int i = 0; i < VEC; ++i) {
         r[i] = kFused ? (r[i] - mean) * rstd : PlainR<kCenter>(r[i], neg_mean, rstd);
@@ -266,12 +276,12 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
 }
 
 template <typename T, int VEC, int ITERS, bool kDb, bool kCenter, int kCtas = 1, bool kFull = false,
-          bool kFused = false>
+          bool kFused = false, bool kWeightRow = true>
 __global__ void __launch_bounds__(kMaxThreads)
     BackwardStagedKernel(const BackwardArgs a, const int tpr, const int rows_per_cta,
                          const int64_t chunk_rows) {
-  BackwardStagedRows<T, VEC, ITERS, kDb, kCenter, kCtas, kFull, kFused>(a, tpr, rows_per_cta,
-                                                                        chunk_rows);
+  BackwardStagedRows<T, VEC, ITERS, kDb, kCenter, kCtas, kFull, kFused, kWeightRow>(
+      a, tpr, rows_per_cta, chunk_rows);
 }
 
 // Blocks of more than kTargetThreads and at most kPairedThreads threads (16-bit
@@ -289,8 +299,8 @@ template <typename T, bool kDb, bool kCenter, bool kFull, bool kFused>
 __global__ void __launch_bounds__(kPairedThreads, 2)
     BackwardStagedPairedKernel(const BackwardArgs a, const int tpr, const int rows_per_cta,
                                const int64_t chunk_rows) {
-  BackwardStagedRows<T, 16 / sizeof(T), 2, kDb, kCenter, 1, kFull, kFused>(a, tpr, rows_per_cta,
-                                                                           chunk_rows);
+  BackwardStagedRows<T, 16 / sizeof(T), 2, kDb, kCenter, 1, kFull, kFused, true>(
+      a, tpr, rows_per_cta, chunk_rows);
 }
 
 }  // namespace normserve::kernels::cuda

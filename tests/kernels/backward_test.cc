@@ -160,14 +160,17 @@ TEST_P(ManyRowsBackwardTest, EveryRowAndTheReductionsMatchReference) {
 // fill the block (the CUDA instances without bounds tests). 5000 and 6144:
 // fp32 rows the CUDA backward stages at 320 / 384 threads. 4608 and 5000:
 // 16-bit rows in blocks of 288 / 320 threads, two per SM (the paired
-// instances, with and without bounds tests). 40000: rows split
-// over four blocks (16-bit) or eight (fp32). 40001: the streaming kernels.
+// instances, with and without bounds tests). 15000 and 16384: 16-bit rows
+// whose fused stages with y leave no room for scale * w in shared memory.
+// 40000: rows split over four blocks (16-bit) or eight (fp32). 40001: the
+// streaming kernels.
 INSTANTIATE_TEST_SUITE_P(
     Kernels, ManyRowsBackwardTest,
     ::testing::Combine(::testing::ValuesIn(BackendNames()), AllDTypes(),
                        ::testing::Values(int64_t{4096}, int64_t{4608}, int64_t{5000}, int64_t{6144},
-                                         int64_t{8192}, int64_t{10000}, int64_t{16384},
-                                         int64_t{20000}, int64_t{40000}, int64_t{40001})),
+                                         int64_t{8192}, int64_t{10000}, int64_t{15000},
+                                         int64_t{16384}, int64_t{20000}, int64_t{40000},
+                                         int64_t{40001})),
     SuiteParamName);
 
 }  // namespace
