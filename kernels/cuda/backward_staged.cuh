@@ -288,12 +288,13 @@ __global__ void __launch_bounds__(kMaxThreads)
 // rows of 4097-5120 elements at 2 vectors per thread) hold two per SM only at
 // 96 registers or fewer; BackwardStagedKernel's bound lets ptxas take up to 128
 // (one block per SM, and the chunk plan with it). Measured on the H100
-// (gpu-2026-11-25-round16.md): bf16 4096 x 5000 add + RMSNorm backward of a
-// saved p 97.6 -> 76.3 us, RMSNorm 64.0 -> 62.2; 4096 x 4608 RMSNorm 59.3 ->
-// 53.2, LayerNorm 62.6 -> 56.5. The same cap on every layout's instance was
-// 1-2 % slower at 256 or 512 threads, and on fp32 rows (4 vectors of 4) slower
-// but for the fused backward (bf16 LayerNorm 4096 x 6000 73.7 -> 80.7 us, fp32
-// 4096 x 5000 103.2 -> 118.3).
+// (gpu-2026-11-25-round16.md, call 2): bf16 4096 x 5000 add + RMSNorm backward
+// of a saved p 97.5 -> 76.9 us, RMSNorm 63.5 -> 62.3; 4096 x 4608 RMSNorm 59.1
+// -> 53.2, LayerNorm 62.3 -> 56.6; 4096 x 5000 LayerNorm (with bias, 16 bytes
+// spilled) 69.9 -> 71.5, the one shape slower. The same cap on every layout's
+// instance (call 1) was 1-2 % slower at 256 or 512 threads, and on fp32 rows
+// (4 vectors of 4) slower but for the fused backward (bf16 LayerNorm 4096 x
+// 6000 73.6 -> 80.7 us, fp32 4096 x 5000 103.2 -> 118.3).
 inline constexpr int kPairedThreads = 320;
 template <typename T, bool kDb, bool kCenter, bool kFull, bool kFused>
 __global__ void __launch_bounds__(kPairedThreads, 2)
