@@ -46,38 +46,43 @@ template <typename T, int VEC, int ITERS, bool kCenter>
 StageOne ChooseStageOne(const RowLayout& layout, int64_t hidden, bool plain, bool db, bool full,
                         bool partials, int tensors, bool residual_as_stored, int plan_blocks) {
   StageOne s;
-  auto staged_bytes = [&](auto ctas, int staged_tensors) {
+  auto staged_bytes = [&](auto ctas, int staged_tensors, bool weight_row = true) {
     constexpr int kCtas = decltype(ctas)::value;
     return StagedSharedBytes(layout.rows_per_cta,
                              LocalRowLength<VEC, ITERS, kCtas>(hidden, layout.tpr), sizeof(T),
-                             staged_tensors);
+                             staged_tensors, weight_row);
   };
-  auto staged = [&](auto ctas, auto fused) {
+  // The staged instance for the launch's db and full: kernel_of(kDb, kFull),
+  // both as std::bool_constant.
+  auto for_db_full = [&](auto kernel_of) {
+    using True = std::true_type;
+    using False = std::false_type;
+    if (full) return db ? kernel_of(True{}, True{}) : kernel_of(False{}, True{});
+    return db ? kernel_of(True{}, False{}) : kernel_of(False{}, False{});
+  };
+  // weight_row: see BackwardStagedKernel's kWeightRow.
+  auto staged = [&](auto ctas, auto fused, auto weight_row) {
     constexpr int kCtas = decltype(ctas)::value;
     constexpr bool kFused = decltype(fused)::value;
+    constexpr bool kWeightRow = decltype(weight_row)::value;
     s.cluster_ctas = kCtas;
-    s.shared_bytes = staged_bytes(ctas, kFused ? tensors : 2);
-    if constexpr (kCtas == 1 && sizeof(T) == 2 && ITERS == 2) {
+    s.shared_bytes = staged_bytes(ctas, kFused ? tensors : 2, kWeightRow);
+    if constexpr (kCtas == 1 && sizeof(T) == 2 && ITERS == 2 && kWeightRow) {
       if (layout.threads() > kTargetThreads && layout.threads() <= kPairedThreads) {
-        if (full) {
-          s.kernel = db ? &BackwardStagedPairedKernel<T, true, kCenter, true, kFused>
-                        : &BackwardStagedPairedKernel<T, false, kCenter, true, kFused>;
-        } else {
-          s.kernel = db ? &BackwardStagedPairedKernel<T, true, kCenter, false, kFused>
-                        : &BackwardStagedPairedKernel<T, false, kCenter, false, kFused>;
-        }
+        s.kernel = for_db_full([](auto kdb, auto kfull) {
+          return &BackwardStagedPairedKernel<T, decltype(kdb)::value, kCenter,
+                                             decltype(kfull)::value, kFused>;
+        });
         return s;
       }
     }
-    if (full) {
-      s.kernel = db ? &BackwardStagedKernel<T, VEC, ITERS, true, kCenter, kCtas, true, kFused>
-                    : &BackwardStagedKernel<T, VEC, ITERS, false, kCenter, kCtas, true, kFused>;
-    } else {
-      s.kernel = db ? &BackwardStagedKernel<T, VEC, ITERS, true, kCenter, kCtas, false, kFused>
-                    : &BackwardStagedKernel<T, VEC, ITERS, false, kCenter, kCtas, false, kFused>;
-    }
+    s.kernel = for_db_full([](auto kdb, auto kfull) {
+      return &BackwardStagedKernel<T, VEC, ITERS, decltype(kdb)::value, kCenter, kCtas,
+                                   decltype(kfull)::value, kFused, kWeightRow>;
+    });
     return s;
   };
+  constexpr std::true_type kWithWeightRow{};
   // Whether a fused launch's stages (one tensor more where it has y) leave an
   // SM the blocks the chunk plan runs; its residual gradient goes to registers
   // (BackwardStagedKernel). Comparing with the plain launch's shared memory
@@ -98,14 +103,14 @@ StageOne ChooseStageOne(const RowLayout& layout, int64_t hidden, bool plain, boo
       if (layout.rows_per_cta != 1) return s;
       auto cluster = [&](auto ctas) {
         constexpr int kCtas = decltype(ctas)::value;
-        if (plain) return staged(ctas, std::false_type{});
+        if (plain) return staged(ctas, std::false_type{}, kWithWeightRow);
         // Fused rows staged where they fit (fused_stages_fit); otherwise the
         // generic instance, dw / db accumulators [2][block's columns] fp32.
         // Measured on the H100 (gpu-2026-11-25-round15.md), add + RMSNorm
         // backward of a saved p: bf16 4096 x 20000 512 -> 314 us, 1024 x
         // 65536 361 -> 211; fp32 8192 x 16384 857 -> 724, 1024 x 65536 492 ->
         // 379.
-        if (fused_stages_fit(ctas)) return staged(ctas, std::true_type{});
+        if (fused_stages_fit(ctas)) return staged(ctas, std::true_type{}, kWithWeightRow);
         s.cluster_ctas = kCtas;
         s.kernel = &BackwardKernel<T, VEC, ITERS, false, kCenter, kCtas>;
         s.shared_bytes =
@@ -124,7 +129,7 @@ StageOne ChooseStageOne(const RowLayout& layout, int64_t hidden, bool plain, boo
     return s;
   }
   if constexpr (sizeof(T) == 2 && VEC == 8) {
-    if (plain) return staged(IntConst<1>{}, std::false_type{});
+    if (plain) return staged(IntConst<1>{}, std::false_type{}, kWithWeightRow);
   }
   // Plain fp32 rows of more than kTargetThreads and fewer than kMaxThreads
   // threads (hidden 4100-8188) are staged too: the register kernel fits one
@@ -134,7 +139,7 @@ StageOne ChooseStageOne(const RowLayout& layout, int64_t hidden, bool plain, boo
   // 121.5 -> 106.9 us; at 512 threads, 16384 x 8192, 0.3-0.6 % slower).
   if constexpr (sizeof(T) == 4 && VEC == 4) {
     if (plain && layout.tpr > kTargetThreads && layout.tpr < kMaxThreads) {
-      return staged(IntConst<1>{}, std::false_type{});
+      return staged(IntConst<1>{}, std::false_type{}, kWithWeightRow);
     }
   }
   // Fused rows of one block are staged too where they fit (fused_stages_fit).
@@ -145,7 +150,9 @@ StageOne ChooseStageOne(const RowLayout& layout, int64_t hidden, bool plain, boo
   // 1024 414 -> 369, 4096 x 5000 174 -> 133. With x and y, bf16 32768 x 4096
   // 543 -> 458 us.
   if constexpr (VEC * sizeof(T) == 16) {
-    if (!plain && fused_stages_fit(IntConst<1>{})) return staged(IntConst<1>{}, std::true_type{});
+    if (!plain && fused_stages_fit(IntConst<1>{})) {
+      return staged(IntConst<1>{}, std::true_type{}, kWithWeightRow);
+    }
   }
   // 16-bit rows of 4 vectors with y whose stages do not fit next to scale * w
   // (hidden 14337-16384: 256 KB at 16384) form it from the weight at each use.
@@ -153,19 +160,9 @@ StageOne ChooseStageOne(const RowLayout& layout, int64_t hidden, bool plain, boo
   // kernel, x + y form: bf16 8192 x 16384 756.0 -> 481.2 us, 4096 x 16384
   // 386.3 -> 257.1, 4096 x 15000 390.4 -> 330.3.
   if constexpr (sizeof(T) == 2 && VEC == 8 && ITERS == 4) {
-    const size_t bytes =
-        StagedSharedBytes(layout.rows_per_cta, LocalRowLength<VEC, ITERS, 1>(hidden, layout.tpr),
-                          sizeof(T), tensors, /*weight_row=*/false);
+    const size_t bytes = staged_bytes(IntConst<1>{}, tensors, /*weight_row=*/false);
     if (!plain && residual_as_stored && StagedBlocksPerSm(bytes, 1) >= plan_blocks) {
-      s.shared_bytes = bytes;
-      if (full) {
-        s.kernel = db ? &BackwardStagedKernel<T, VEC, ITERS, true, kCenter, 1, true, true, false>
-                      : &BackwardStagedKernel<T, VEC, ITERS, false, kCenter, 1, true, true, false>;
-      } else {
-        s.kernel = db ? &BackwardStagedKernel<T, VEC, ITERS, true, kCenter, 1, false, true, false>
-                      : &BackwardStagedKernel<T, VEC, ITERS, false, kCenter, 1, false, true, false>;
-      }
-      return s;
+      return staged(IntConst<1>{}, std::true_type{}, std::false_type{});
     }
   }
   // The specialised "plain" instance (no y, no grad_residual_out) exists for
@@ -180,18 +177,18 @@ StageOne ChooseStageOne(const RowLayout& layout, int64_t hidden, bool plain, boo
   return s;
 }
 
-// Blocks per SM that the chunk plan of the layout runs (MaxBackwardChunks
-// over the SMs): 1 or 2.
-inline int PlanBlocksPerSm(DType dtype, int64_t hidden, const RowLayout& layout) {
-  const int sms = MaxChunksPerSegment() / 2;
-  const int blocks = MaxBackwardChunks(dtype, hidden, layout) / sms;
+// Blocks per SM that a chunk plan of at most max_chunks blocks per segment
+// (MaxBackwardChunks) runs: 1 or 2.
+inline int PlanBlocksPerSm(int max_chunks) {
+  const int blocks = max_chunks / (MaxChunksPerSegment() / 2);
   return blocks > 1 ? blocks : 1;
 }
 
-// Stage one for the layout's instance; kCenter: LayerNorm.
+// Stage one for the layout's instance; kCenter: LayerNorm. plan_blocks:
+// PlanBlocksPerSm of the layout's chunk plan.
 template <typename T, bool kCenter>
 cudaError_t LaunchBackwardRows(const BackwardArgs& a, const RowLayout& layout, int64_t chunk_rows,
-                               bool partials, cudaStream_t stream) {
+                               bool partials, int plan_blocks, cudaStream_t stream) {
   return DispatchRowLayout<Pass::kBackward, T>(layout, [&](auto vec, auto iters) {
     constexpr int kVec = decltype(vec)::value;
     constexpr int kIters = decltype(iters)::value;
@@ -204,7 +201,7 @@ cudaError_t LaunchBackwardRows(const BackwardArgs& a, const RowLayout& layout, i
       const StageOne s = ChooseStageOne<T, kVec, kIters, kCenter>(
           layout, a.hidden, plain, a.grad_bias != nullptr,
           FullRow(layout, a.hidden, a.norm.stat_len), partials, StagedTensors(a),
-          residual_as_stored, PlanBlocksPerSm(a.dtype, a.hidden, layout));
+          residual_as_stored, plan_blocks);
       if (s.kernel == nullptr) return cudaErrorInvalidConfiguration;
       if (const cudaError_t err = AllowDynamicShared(s.kernel, s.shared_bytes);
           err != cudaSuccess) {
@@ -271,10 +268,11 @@ cudaError_t LaunchBackwardTyped(const BackwardArgs& in, cudaStream_t stream) {
   const bool aligned = VectorAligned(
       a.dtype, a.hidden, {a.x, a.y, a.grad_out, a.grad_residual_out, a.weight, a.grad_in});
   const RowLayout layout = ChooseRowLayout(Pass::kBackward, a.dtype, a.hidden, aligned);
+  const int max_chunks = MaxBackwardChunks(a.dtype, a.hidden, layout);
   int64_t chunk_rows = 0;  // of a batch without segment descriptors
   if (a.segments == nullptr) {
     a.num_segments = 1;
-    a.total_chunks = BackwardChunks(a.rows, layout, MaxBackwardChunks(a.dtype, a.hidden, layout));
+    a.total_chunks = BackwardChunks(a.rows, layout, max_chunks);
     chunk_rows = BackwardChunkRows(a.rows, a.total_chunks);
   }
   a.interleaved_chunks = InterleavedChunks(layout, a.hidden);
@@ -284,9 +282,11 @@ cudaError_t LaunchBackwardTyped(const BackwardArgs& in, cudaStream_t stream) {
   if (a.num_segments < 1 || a.num_segments > 65535) return cudaErrorInvalidValue;
 
   if (a.total_chunks > 0) {
+    const int plan_blocks = PlanBlocksPerSm(max_chunks);
     const cudaError_t err =
-        a.norm.center ? LaunchBackwardRows<T, true>(a, layout, chunk_rows, partials, stream)
-                      : LaunchBackwardRows<T, false>(a, layout, chunk_rows, partials, stream);
+        a.norm.center
+            ? LaunchBackwardRows<T, true>(a, layout, chunk_rows, partials, plan_blocks, stream)
+            : LaunchBackwardRows<T, false>(a, layout, chunk_rows, partials, plan_blocks, stream);
     if (err != cudaSuccess) return err;
   }
   if (partials) {
