@@ -15,6 +15,7 @@
 #define NORMSERVE_KERNELS_CUDA_BACKWARD_KERNELS_CUH_
 
 #include "cluster_sum.cuh"
+#include "dependent_launch.cuh"
 #include "forward_kernels.cuh"
 #include "launch.h"
 #include "row_layout.h"
@@ -357,6 +358,7 @@ template <typename T, int VEC, int ITERS, bool kPlain, bool kCenter, int kCtas =
 __global__ void __launch_bounds__(kMaxThreads)
     BackwardKernel(const BackwardArgs a, const int tpr, const int rows_per_cta,
                    const int64_t chunk_rows) {
+  AllowDependentLaunch();  // ReducePartialsKernel waits for this grid's end itself
   // dw / db accumulators, [2][rows_per_cta][acc_len], when partials are wanted.
   extern __shared__ float acc[];
   __shared__ ClusterScratchStorage<kCtas> scratch_storage;
@@ -407,6 +409,7 @@ __global__ void __launch_bounds__(kMaxThreads)
 template <typename T, int VEC>
 __global__ void __launch_bounds__(kMaxThreads)
     BackwardStreamKernel(const BackwardArgs a, const int64_t chunk_rows) {
+  AllowDependentLaunch();  // ReducePartialsKernel waits for this grid's end itself
   __shared__ float scratch_buffers[GroupScratch::kFloats];
   GroupScratch scratch{scratch_buffers};
   const int tpr = blockDim.x;
@@ -530,6 +533,9 @@ __global__ void __launch_bounds__(32 * kReduceLanes)
   const int which = blockIdx.z;
   float* out = which == 0 ? a.grad_weight : a.grad_bias;
   if (out == nullptr) return;
+  // Launched as a dependent of stage one (LaunchDependent): the partials are
+  // complete only once that grid is.
+  WaitForPrimaryGrid();
   const int64_t col = static_cast<int64_t>(blockIdx.x) * 32 + threadIdx.x;
   const int segment = blockIdx.y;
   int first = 0, last = total_chunks;

@@ -73,6 +73,7 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
                                                    const int rows_per_cta,
                                                    const int64_t chunk_rows) {
   static_assert(sizeof(T) * VEC == 16, "staged rows move 16-byte vectors");
+  AllowDependentLaunch();  // ReducePartialsKernel waits for this grid's end itself
   extern __shared__ __align__(16) unsigned char staged[];
   __shared__ ClusterScratchStorage<kCtas> scratch_storage;
   // One block: the single-buffered scratch (see GroupScratchOf).
