@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # One device call: build (kernels only, deps from .devdeps), the kernel suite on
-# the CUDA backend, our benchmark, the peers, then compute-sanitizer on small
-# shapes. Logs and JSON land in $OUT. Carry: .devdeps .whl .peers
-#   STEPS="build test bench peers sanitize" bench/cuda/gpu_run.sh
+# the CUDA backend, our benchmark, then compute-sanitizer on small shapes. Logs
+# and JSON land in $OUT. Carry: .devdeps. (The peers beside our bench:
+# bench/cuda/peers_call.sh.)
+#   STEPS="build test bench sanitize" bench/cuda/gpu_run.sh
 set -uo pipefail
 OUT=${OUT:-/tmp/normserve-out}
 mkdir -p "$OUT"
-STEPS=${STEPS:-build test bench peers sanitize}
+STEPS=${STEPS:-build test bench sanitize}
 has() { [[ " $STEPS " == *" $1 "* ]]; }
 export LD_LIBRARY_PATH=$PWD/.devdeps/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 BUILD=${BUILD:-build-gpu}
@@ -41,20 +42,6 @@ if has ncu; then
     "$BUILD/bench/cuda/normserve_cuda_bench" --dtype bf16 --shapes 32768x4096 --ops rms_bwd \
     --reps 1 > "$OUT/ncu_bwd.txt" 2>&1
   grep -E "Throughput|Registers|Achieved Occupancy|Theoretical Occupancy|Block Limit|Stall|Local|Duration|Shared Memory Configuration Size|Dynamic Shared" "$OUT/ncu_bwd.txt" | head -40
-fi
-if has peers; then
-  stamp peers
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
-  (cd .peers && OUT=$OUT PYTHONUNBUFFERED=1 FI_NORM_SO=$PWD/fi_norm.so DTYPE=bf16 \
-     python3 peers_bench.py torch liger flashinfer > "$OUT/peers_bf16.log" 2>&1
-   OUT=$OUT PYTHONUNBUFFERED=1 DTYPE=fp32 python3 peers_bench.py torch liger \
-     > "$OUT/peers_fp32.log" 2>&1)
-  for dt in bf16 fp32; do
-    PEERS_DIR=.peers OUT=$OUT PYTHONUNBUFFERED=1 DTYPE=$dt \
-      python3 bench/cuda/fused_bwd_peers.py torch compile liger > "$OUT/peers_fused_bwd_$dt.log" 2>&1
-  done
-  grep -c gbs "$OUT"/peers_*.log
 fi
 if has sanitize; then
   stamp sanitize
