@@ -294,7 +294,7 @@ cudaError_t LaunchBackwardTyped(const BackwardArgs& in, cudaStream_t stream) {
     // one's tail. Measured on the H100 (gpu-2026-11-25-round17.md, call 3)
     // against a plain launch: 1 x 4096 backward 10.5 -> 8.6 us (bf16 RMSNorm),
     // 256 x 4096 14.3 -> 12.2, 4096 x 1024 20.7 -> 18.4, 4096 x 5000 fp32 add +
-    // RMSNorm 133.5 -> 131.3; 0.2-1.3 % at the largest shapes.
+    // RMSNorm 133.5 -> 131.3; 0.1-1.4 % at the largest shapes.
     const dim3 grid(static_cast<unsigned>((a.hidden + 31) / 32), a.num_segments, 2);
     return LaunchDependent(&ReducePartialsKernel<T>, grid, dim3(32, kReduceLanes), stream, a,
                            a.total_chunks);
