@@ -76,6 +76,16 @@ StageOne ChooseStageOne(const RowLayout& layout, int64_t hidden, bool plain, boo
         return s;
       }
     }
+    // fp32 rows that one block per SM holds: see BackwardStagedHeldKernel.
+    if constexpr (kCtas == 1 && sizeof(T) == 4 && ITERS == 4 && kWeightRow) {
+      if (layout.threads() > kTargetThreads && layout.threads() <= kHeldThreads) {
+        s.kernel = for_db_full([](auto kdb, auto kfull) {
+          return &BackwardStagedHeldKernel<T, decltype(kdb)::value, kCenter, decltype(kfull)::value,
+                                           kFused>;
+        });
+        return s;
+      }
+    }
     s.kernel = for_db_full([](auto kdb, auto kfull) {
       return &BackwardStagedKernel<T, VEC, ITERS, decltype(kdb)::value, kCenter, kCtas,
                                    decltype(kfull)::value, kFused, kWeightRow>;

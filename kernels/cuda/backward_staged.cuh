@@ -65,10 +65,10 @@ __host__ __device__ inline int StagedTensors(const BackwardArgs& a) {
 // instance at 4 vectors spilled 96 bytes with the tests). kFused: the launch
 // has y or grad_residual_out (stored as T). kWeightRow: scale * w is kept in
 // shared memory; without it, formed from the weight (L2-resident) at each use,
-// the same products.
-// The body of both kernels below.
+// the same products. kHeld: see BackwardStagedHeldKernel.
+// The body of the kernels below.
 template <typename T, int VEC, int ITERS, bool kDb, bool kCenter, int kCtas, bool kFull,
-          bool kFused, bool kWeightRow>
+          bool kFused, bool kWeightRow, bool kHeld = false>
 __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const int tpr,
                                                    const int rows_per_cta,
                                                    const int64_t chunk_rows) {
@@ -219,11 +219,22 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
       }
     };
     float sums[3] = {0.0f, 0.0f, 0.0f};
+    // kHeld: the first pass's r, dy and dr stay in registers for the second.
+    constexpr int kHeldIters = kHeld ? ITERS : 1;
+    float held_r[kHeldIters][VEC], held_g[kHeldIters][VEC], held_dr[kHeldIters][VEC];
 #pragma unroll
     for (int it = 0; it < ITERS; ++it) {
       float r[VEC], g[VEC], dr[VEC];
       r_dr(it, r, g, dr);
       AddDqSums<kCenter>(r, dr, kFull ? 0 : (it * tpr + t) * VEC, kFull ? VEC : k, sums);
+      if constexpr (kHeld) {
+#pragma unroll
+        for (int i = 0; i < VEC; ++i) {
+          held_r[it][i] = r[i];
+          held_g[it][i] = g[i];
+          held_dr[it][i] = dr[i];
+        }
+      }
     }
     const DqScalars dq = ReduceDqScalars<kCenter>(a, sums, rstd, tpr, scratch);
 #pragma unroll
@@ -231,7 +242,16 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
       const int col = (it * tpr + t) * VEC;
       if (live && (kFull || col < d)) {
         float r[VEC], g[VEC], dr[VEC], dx[VEC];
-        r_dr(it, r, g, dr);
+        if constexpr (kHeld) {
+#pragma unroll
+          for (int i = 0; i < VEC; ++i) {
+            r[i] = held_r[it][i];
+            g[i] = held_g[it][i];
+            dr[i] = held_dr[it][i];
+          }
+        } else {
+          r_dr(it, r, g, dr);
+        }
         if constexpr (kFused) {
           float residual_g[VEC];  // the residual branch's gradient (0 without one)
           UnpackRaw<T, VEC>(residual_grad_raw[it], residual_g);
@@ -302,6 +322,22 @@ __global__ void __launch_bounds__(kPairedThreads, 2)
     BackwardStagedPairedKernel(const BackwardArgs a, const int tpr, const int rows_per_cta,
                                const int64_t chunk_rows) {
   BackwardStagedRows<T, 16 / sizeof(T), 2, kDb, kCenter, 1, kFull, kFused, true>(
+      a, tpr, rows_per_cta, chunk_rows);
+}
+
+// fp32 rows of 4 vectors in more than kTargetThreads and at most kHeldThreads
+// threads (hidden 4097-6144): one block per SM, whose registers can hold a
+// row's r, dy and dr between the passes instead of reading x, dy and scale * w
+// back from shared memory (kHeld; 106-168 registers, no spills). Measured on
+// the H100 (gpu-2026-11-25-round18.md, call 1): fp32 add + RMSNorm backward
+// 4096 x 5000 131.7 -> 127.4 us, 32768 x 5000 912.2 -> 894.6; the other fp32
+// backwards at 4608-6144 within 0.6 %.
+inline constexpr int kHeldThreads = 384;
+template <typename T, bool kDb, bool kCenter, bool kFull, bool kFused>
+__global__ void __launch_bounds__(kHeldThreads, 1)
+    BackwardStagedHeldKernel(const BackwardArgs a, const int tpr, const int rows_per_cta,
+                             const int64_t chunk_rows) {
+  BackwardStagedRows<T, 16 / sizeof(T), 4, kDb, kCenter, 1, kFull, kFused, true, true>(
       a, tpr, rows_per_cta, chunk_rows);
 }
 
