@@ -331,7 +331,7 @@ __global__ void __launch_bounds__(kPairedThreads, 2)
 // back from shared memory (kHeld; 106-168 registers, no spills). Measured on
 // the H100 (gpu-2026-11-25-round18.md, call 1): fp32 add + RMSNorm backward
 // 4096 x 5000 131.7 -> 127.4 us, 32768 x 5000 912.2 -> 894.6; the other fp32
-// backwards at 4608-6144 within 0.6 %.
+// backwards at 4608-6144 within 0.7 %.
 inline constexpr int kHeldThreads = 384;
 template <typename T, bool kDb, bool kCenter, bool kFull, bool kFused>
 __global__ void __launch_bounds__(kHeldThreads, 1)
