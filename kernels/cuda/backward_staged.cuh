@@ -326,7 +326,7 @@ __global__ void __launch_bounds__(kPairedThreads, 2)
 }
 
 // fp32 rows of 4 vectors in more than kTargetThreads and at most kHeldThreads
-// threads (hidden 4097-6144): one block per SM, whose registers can hold a
+// threads (hidden 4100-6144): one block per SM, whose registers can hold a
 // row's r, dy and dr between the passes instead of reading x, dy and scale * w
 // back from shared memory (kHeld; 106-168 registers, no spills). Measured on
 // the H100 (gpu-2026-11-25-round18.md, call 1): fp32 add + RMSNorm backward
