@@ -6,6 +6,7 @@
 # rounds. Results: $OUT/ab.tgz (JSON lines; bench/cuda/ab_table.py makes the table).
 # Carry .carry and .devdeps (git-ignored).
 #   OUT=$OUT VARIANTS="a b" SHAPES=32768x4096,1x4096 [OPS=rms_fwd,ln_fwd] bash bench/cuda/ab.sh
+# (OPS_<dtype> / SHAPES_<dtype>, e.g. OPS_fp32, override OPS / SHAPES for that dtype.)
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 export LD_LIBRARY_PATH=$PWD/.devdeps/lib/x86_64-linux-gnu
@@ -18,7 +19,7 @@ mk() {  # name [patch]
   tar -C $REPO --exclude='./build*' --exclude=./.git --exclude=./.carry -cf - . | tar -C $dir -xf -
   if [[ $1 == base ]]; then rm -rf $dir/kernels/cuda && cp -r $REPO/.carry/base/kernels/cuda $dir/kernels/cuda; fi
   if [[ -n ${2:-} ]]; then (cd $dir && patch -p1 -s < $REPO/.carry/variants/$2.patch) || echo "PATCH FAILED $2"; fi
-  local tgt=normserve_cuda_bench; [[ $1 == new ]] && tgt="normserve_cuda_bench normserve_kernels_test"
+  local tgt="normserve_cuda_bench normserve_peer_shim"; [[ $1 == new ]] && tgt="$tgt normserve_kernels_test"
   (cd $dir && timeout 400 cmake -S . -B b -G Ninja -DNORMSERVE_KERNELS_ONLY=ON -DCMAKE_PREFIX_PATH=$REPO/.devdeps \
      -DNORMSERVE_CUDA_RESOURCE_USAGE=ON > build.log 2>&1 && timeout 400 cmake --build b -j8 --target $tgt >> build.log 2>&1) \
      || { echo "BUILD FAILED $1"; grep -E "error" $dir/build.log | head; tail -5 $dir/build.log; }
@@ -40,7 +41,8 @@ for r in a b; do
   for n in "${names[@]}"; do
     B=/tmp/v/$n/b/bench/cuda/normserve_cuda_bench; [[ -x $B ]] || continue
     for dt in ${DTYPES:-bf16 fp32}; do
-      timeout 200 $B --dtype $dt --shapes $SHAPES --reps ${REPS:-100} ${OPS:+--ops $OPS} --json "$OUT/ab_${n}_${dt}_$r.jsonl" > /dev/null 2>"$OUT/err_${n}_${dt}_$r.txt" || echo "bench $n $dt $r failed"
+      ops_of=OPS_$dt; shapes_of=SHAPES_$dt; ops=${!ops_of:-${OPS:-}}
+      timeout 200 $B --dtype $dt --shapes ${!shapes_of:-$SHAPES} --reps ${REPS:-100} ${ops:+--ops $ops} --json "$OUT/ab_${n}_${dt}_$r.jsonl" > /dev/null 2>"$OUT/err_${n}_${dt}_$r.txt" || echo "bench $n $dt $r failed"
     done
   done
 done

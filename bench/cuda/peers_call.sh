@@ -8,10 +8,11 @@
 # (b) our build + full bench (bench/cuda/gpu_run.sh, STEPS="build bench");
 # (c) peers: peers_bench.py quack torch liger flashinfer (bf16), quack torch liger (fp32);
 #     fused_bwd_peers.py torch liger quack (bf16, fp32);
-# (d) $OUT keeps ours_{bf16,fp32}.jsonl, peers_*.json and logs.tgz (everything else).
+# (d) ours again through bench/cuda/ours_do_bench.py (the peers' do_bench, ctypes shim);
+# (e) $OUT keeps ours_{bf16,fp32}.jsonl, peers_*.json, ours_do_bench_*.json and logs.tgz.
 # Table: python3 bench/cuda/compare.py ours_bf16.jsonl ours_fp32.jsonl -- peers_*.json
 # Every step runs under `timeout`, capped by a deadline of TOTAL (540) s for the whole call.
-# STEPS="unpack ours peers fused" selects steps; STASH, QB, SITE override the folders.
+# STEPS="unpack ours peers fused dobench" selects steps; STASH, QB, SITE override the folders.
 set -uo pipefail
 ROOT=$PWD
 OUT=${OUT:-/tmp/normserve-out}
@@ -21,7 +22,7 @@ mkdir -p "$W"
 STASH=${STASH:-/tmp/stash}
 QB=${QB:-$ROOT/.quack_b}
 SITE=${SITE:-/tmp/site}
-STEPS=${STEPS:-unpack ours peers fused}
+STEPS=${STEPS:-unpack ours peers fused dobench}
 TOTAL=${TOTAL:-540}
 RESERVE=15                      # left for the final tar
 has() { [[ " $STEPS " == *" $1 "* ]]; }
@@ -159,7 +160,17 @@ if has fused; then
   done
 fi
 
-# (d) ------------------------------------------------------------------------------------------
+# Ours again, timed by the peers' harness (do_bench) through the shim the build above made.
+SHIM=$ROOT/build-gpu/bench/cuda/libnormserve_peer_shim.so
+if has dobench && [[ -f $SHIM ]]; then
+  for dt in bf16 fp32; do
+    PYTHONPATH=$ROOT/.peers OUT=$OUT run_step "ours by do_bench $dt" 90 "$W/ours_do_bench_$dt.log" \
+      python3 bench/cuda/ours_do_bench.py "$SHIM" $dt
+    echo "ours_do_bench_$dt.json: $(grep -c '"peer"' "$W/ours_do_bench_$dt.log") rows"
+  done
+fi
+
+# (e) ------------------------------------------------------------------------------------------
 stamp done
 (cd "$OUT" && tar czf logs.tgz w && rm -rf w)
 ls -la "$OUT"
