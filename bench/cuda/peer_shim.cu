@@ -12,11 +12,18 @@ namespace cuda = normserve::kernels::cuda;
 
 namespace {
 
-cuda::NormScalars Scalars(bool center, int64_t hidden, float eps) {
+// The fields ForwardArgs and BackwardArgs share.
+template <typename Args>
+Args ArgsOf(int dtype, int center, int64_t rows, int64_t hidden, float eps) {
   normserve::kernels::NormConfig config;
-  config.center = center;
+  config.center = center != 0;
   config.eps = eps;
-  return cuda::MakeNormScalars(config, hidden);
+  Args a;
+  a.dtype = a.residual_dtype = static_cast<DType>(dtype);
+  a.rows = rows;
+  a.hidden = hidden;
+  a.norm = cuda::MakeNormScalars(config, hidden);
+  return a;
 }
 
 }  // namespace
@@ -28,11 +35,7 @@ extern "C" {
 int normserve_forward(int dtype, int center, const void* x, const void* y, const void* w,
                       const void* b, void* out, void* residual_out, float* mean, float* rstd,
                       int64_t rows, int64_t hidden, float eps, void* stream) {
-  cuda::ForwardArgs a;
-  a.dtype = a.residual_dtype = static_cast<DType>(dtype);
-  a.rows = rows;
-  a.hidden = hidden;
-  a.norm = Scalars(center != 0, hidden, eps);
+  auto a = ArgsOf<cuda::ForwardArgs>(dtype, center, rows, hidden, eps);
   a.x = x;
   a.y = y;
   a.weight = w;
@@ -58,11 +61,7 @@ int normserve_backward(int dtype, int center, const void* x, const void* dy,
                        const void* grad_residual_out, const float* mean, const float* rstd,
                        const void* w, void* dx, float* dw, float* db, void* workspace, int64_t rows,
                        int64_t hidden, float eps, void* stream) {
-  cuda::BackwardArgs a;
-  a.dtype = a.residual_dtype = static_cast<DType>(dtype);
-  a.rows = rows;
-  a.hidden = hidden;
-  a.norm = Scalars(center != 0, hidden, eps);
+  auto a = ArgsOf<cuda::BackwardArgs>(dtype, center, rows, hidden, eps);
   a.x = x;
   a.grad_out = dy;
   a.grad_residual_out = grad_residual_out;
