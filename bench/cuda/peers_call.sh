@@ -9,8 +9,10 @@
 # (c) peers: peers_bench.py quack torch liger flashinfer (bf16), quack torch liger (fp32);
 #     fused_bwd_peers.py torch liger quack (bf16, fp32);
 # (d) ours again through bench/cuda/ours_do_bench.py (the peers' do_bench, ctypes shim);
-# (e) $OUT keeps ours_{bf16,fp32}.jsonl, peers_*.json, ours_do_bench_*.json and logs.tgz.
-# Table: python3 bench/cuda/compare.py ours_bf16.jsonl ours_fp32.jsonl -- peers_*.json
+# (e) $OUT keeps results.tgz (ours_{bf16,fp32}.jsonl, peers_*.json, ours_do_bench_*.json) and
+#     logs.tgz: two files, as the device tool brings back at most eight (round 19 lost a ninth).
+# Table: tar xzf results.tgz && python3 bench/cuda/compare.py ours_bf16.jsonl ours_fp32.jsonl --
+#     peers_*.json ours_do_bench_*.json
 # Every step runs under `timeout`, capped by a deadline of TOTAL (540) s for the whole call.
 # STEPS="unpack ours peers fused dobench" selects steps; STASH, QB, SITE override the folders.
 set -uo pipefail
@@ -172,5 +174,6 @@ fi
 
 # (e) ------------------------------------------------------------------------------------------
 stamp done
-(cd "$OUT" && tar czf logs.tgz w && rm -rf w)
+(cd "$OUT" && tar czf logs.tgz w && rm -rf w &&
+  tar czf results.tgz --remove-files $(ls *.json *.jsonl 2>/dev/null))
 ls -la "$OUT"
