@@ -258,7 +258,10 @@ TEST(RowLayoutTest, ChunksTakeEveryRowOfTheirSegmentOnce) {
             most = std::max(most, tiles);
           }
           for (int64_t row = 0; row < rows; ++row) ASSERT_EQ(owners[row], 1) << "row " << row;
-          if (interleaved) EXPECT_LE(most - fewest, 1);
+          // Braces: EXPECT_LE expands to an if / else of its own.
+          if (interleaved) {
+            EXPECT_LE(most - fewest, 1);
+          }
         }
       }
     }
