@@ -43,8 +43,9 @@ inline int StagedBlocksPerSm(size_t bytes, int ctas) {
 // (round9.md: the LayerNorm-with-bias instance at 4 vectors no longer
 // spills, bf16 8192 x 16384 347.5 -> 309.9 us).
 template <typename T, int VEC, int ITERS, bool kCenter>
-StageOne ChooseStageOne(const RowLayout& layout, int64_t hidden, bool plain, bool db, bool full,
-                        bool partials, int tensors, bool residual_as_stored, int plan_blocks) {
+StageOne ChooseGeneralStageOne(const RowLayout& layout, int64_t hidden, bool plain, bool db,
+                               bool full, bool partials, int tensors, bool residual_as_stored,
+                               int plan_blocks) {
   StageOne s;
   auto staged_bytes = [&](auto ctas, int staged_tensors, bool weight_row = true) {
     constexpr int kCtas = decltype(ctas)::value;
@@ -72,16 +73,6 @@ StageOne ChooseStageOne(const RowLayout& layout, int64_t hidden, bool plain, boo
         s.kernel = for_db_full([](auto kdb, auto kfull) {
           return &BackwardStagedPairedKernel<T, decltype(kdb)::value, kCenter,
                                              decltype(kfull)::value, kFused>;
-        });
-        return s;
-      }
-    }
-    // fp32 rows that one block per SM holds: see BackwardStagedHeldKernel.
-    if constexpr (kCtas == 1 && sizeof(T) == 4 && ITERS == 4 && kWeightRow) {
-      if (layout.threads() > kTargetThreads && layout.threads() <= kHeldThreads) {
-        s.kernel = for_db_full([](auto kdb, auto kfull) {
-          return &BackwardStagedHeldKernel<T, decltype(kdb)::value, kCenter, decltype(kfull)::value,
-                                           kFused>;
         });
         return s;
       }
@@ -142,10 +133,10 @@ StageOne ChooseStageOne(const RowLayout& layout, int64_t hidden, bool plain, boo
     if (plain) return staged(IntConst<1>{}, std::false_type{}, kWithWeightRow);
   }
   // Plain fp32 rows of more than kTargetThreads and fewer than kMaxThreads
-  // threads (hidden 4100-8188) are staged too: the register kernel fits one
-  // such block per SM at 121-128 registers, stalled at every row's barriers,
-  // where the staged one keeps the next row in flight in shared memory
-  // (round10.md, call 1: 4096 x 5000 RMSNorm 113.8 -> 103.7 us, LayerNorm
+  // threads (hidden 6148-8188; 4100-6144 are held) are staged too: the
+  // register kernel fits one such block per SM at 121-128 registers, stalled
+  // at every row's barriers, where the staged one keeps the next row in
+  // flight in shared memory (round10.md, call 1: 4096 x 5000 RMSNorm 113.8 -> 103.7 us, LayerNorm
   // 121.5 -> 106.9 us; at 512 threads, 16384 x 8192, 0.3-0.6 % slower).
   if constexpr (sizeof(T) == 4 && VEC == 4) {
     if (plain && layout.tpr > kTargetThreads && layout.tpr < kMaxThreads) {
@@ -185,6 +176,42 @@ StageOne ChooseStageOne(const RowLayout& layout, int64_t hidden, bool plain, boo
   s.shared_bytes =
       partials ? 2 * sizeof(float) * static_cast<size_t>(layout.rows_per_cta) * hidden : 0;
   return s;
+}
+
+// The held layout's instance (HeldIters, row_layout.h): BackwardStagedHeldKernel,
+// staged fused or not (fp32 rows of at most 6144 elements: stages of x, y
+// and dy take at most 144 KB, one block per SM). An fp32 launch's residual
+// gradient is stored as fp32, so as T.
+template <typename T, int ITERS, bool kCenter>
+StageOne ChooseHeldStageOne(int64_t hidden, bool plain, bool db, bool full, int tensors) {
+  StageOne s;
+  auto instance = [&](auto fused) {
+    constexpr bool kFused = decltype(fused)::value;
+    s.shared_bytes = StagedSharedBytes(1, hidden, sizeof(T), kFused ? tensors : 2,
+                                       /*weight_row=*/false);
+    auto of = [](auto kdb, auto kfull) {
+      return &BackwardStagedHeldKernel<T, ITERS, decltype(kdb)::value, kCenter,
+                                       decltype(kfull)::value, kFused>;
+    };
+    using True = std::true_type;
+    using False = std::false_type;
+    if (full) return db ? of(True{}, True{}) : of(False{}, True{});
+    return db ? of(True{}, False{}) : of(False{}, False{});
+  };
+  s.kernel = plain ? instance(std::false_type{}) : instance(std::true_type{});
+  return s;
+}
+
+// Stage one's instance for a layout of register kernels (iters > 0).
+template <typename T, int VEC, int ITERS, bool kCenter>
+StageOne ChooseStageOne(const RowLayout& layout, int64_t hidden, bool plain, bool db, bool full,
+                        bool partials, int tensors, bool residual_as_stored, int plan_blocks) {
+  if constexpr (HeldIters(Pass::kBackward, static_cast<int>(sizeof(T)), VEC, ITERS)) {
+    return ChooseHeldStageOne<T, ITERS, kCenter>(hidden, plain, db, full, tensors);
+  } else {
+    return ChooseGeneralStageOne<T, VEC, ITERS, kCenter>(
+        layout, hidden, plain, db, full, partials, tensors, residual_as_stored, plan_blocks);
+  }
 }
 
 // Blocks per SM that a chunk plan of at most max_chunks blocks per segment

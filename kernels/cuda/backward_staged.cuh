@@ -91,6 +91,12 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
   const T* y = static_cast<const T*>(a.y);
   const T* residual_grad = static_cast<const T*>(a.grad_residual_out);
   const int tensors = kFused ? StagedTensors(a) : 2;
+  // Whether vector `it` at column col lies inside the row. A held layout
+  // (kHeldRowThreads threads, ITERS the fewest vectors each that cover the
+  // row) has only its last vectors past the row's end.
+  auto in_row = [&](int it, int col) {
+    return kFull || (kHeld && it < ITERS - 1) || col < d;
+  };
   constexpr int kX = 0, kDy = 1, kY = 2;  // kY: fused launches with y
   // This group's row of tensor `which` in stage s; a thread's vector `it` sits
   // at LocalColumn(it) of it.
@@ -106,7 +112,7 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
     for (int it = 0; it < ITERS; ++it) {
       const int col = (it * tpr + t) * VEC;
       const int local = LocalColumn<VEC, kCtas>(it, tpr, t);
-      if (kFull || col < d) {
+      if (in_row(it, col)) {
         CpAsync16(slot(s, kX) + local, x + base + col, live);
         CpAsync16(slot(s, kDy) + local, dy + base + col, live);
         if constexpr (kFused) {
@@ -129,7 +135,7 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
   // statistics' sums do not depend on it (see BackwardRow).
   auto load = [&](int s, int which, int it, float(&v)[VEC]) {
     const int col = (it * tpr + t) * VEC;
-    if (kFull || col < d) {
+    if (in_row(it, col)) {
       LoadFloats(slot(s, which) + LocalColumn<VEC, kCtas>(it, tpr, t), v);
     } else {
 #pragma unroll
@@ -157,6 +163,16 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
   const SharedFloatRow<VEC> scaled_w{
       reinterpret_cast<float*>(staged + StagedRowsBytes(rows_per_cta, len, sizeof(T), tensors)),
       len};
+  // kHeld: scale * w of the thread's columns in registers for the whole chunk
+  // (the padding's: the first column's, as below).
+  float held_sw[kHeld ? ITERS : 1][VEC];
+  if constexpr (kHeld) {
+#pragma unroll
+    for (int it = 0; it < ITERS; ++it) {
+      const int col = (it * tpr + t) * VEC;
+      LoadScaledWeight<T>(a, in_row(it, col) ? col : 0, held_sw[it]);
+    }
+  }
   if constexpr (kWeightRow) {
     if (group == 0) {
 #pragma unroll
@@ -191,7 +207,7 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
       for (int it = 0; it < ITERS; ++it) {
         const int col = (it * tpr + t) * VEC;
         residual_grad_raw[it] = LoadRawOrZero<T, VEC>(residual_grad + row * a.hidden + col,
-                                                      has_residual_grad && (kFull || col < d));
+                                                      has_residual_grad && in_row(it, col));
       }
     }
 
@@ -207,7 +223,10 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
       load_p(s, it, r);
       load(s, kDy, it, g);
       // padding: the block's first column's (dy is 0 there)
-      if constexpr (kWeightRow) {
+      if constexpr (kHeld) {
+#pragma unroll
+        for (int i = 0; i < VEC; ++i) sw[i] = held_sw[it][i];
+      } else if constexpr (kWeightRow) {
         scaled_w.Load(kFull || col < d ? LocalColumn<VEC, kCtas>(it, tpr, t) : 0, sw);
       } else {
         LoadScaledWeight<T>(a, kFull || col < d ? col : 0, sw);
@@ -240,7 +259,7 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
 #pragma unroll
     for (int it = 0; it < ITERS; ++it) {
       const int col = (it * tpr + t) * VEC;
-      if (live && (kFull || col < d)) {
+      if (live && in_row(it, col)) {
         float r[VEC], g[VEC], dr[VEC], dx[VEC];
         if constexpr (kHeld) {
 #pragma unroll
@@ -325,20 +344,21 @@ __global__ void __launch_bounds__(kPairedThreads, 2)
       a, tpr, rows_per_cta, chunk_rows);
 }
 
-// fp32 rows of 4 vectors in more than kTargetThreads and at most kHeldThreads
-// threads (hidden 4100-6144): one block per SM, whose registers can hold a
-// row's r, dy and dr between the passes instead of reading x, dy and scale * w
-// back from shared memory (kHeld; 106-168 registers, no spills). Measured on
-// the H100 (gpu-2026-11-25-round18.md, call 1): fp32 add + RMSNorm backward
-// 4096 x 5000 131.7 -> 127.4 us, 32768 x 5000 912.2 -> 894.6; the other fp32
-// backwards at 4608-6144 within 0.7 %.
-inline constexpr int kHeldThreads = 384;
-template <typename T, bool kDb, bool kCenter, bool kFull, bool kFused>
-__global__ void __launch_bounds__(kHeldThreads, 1)
-    BackwardStagedHeldKernel(const BackwardArgs a, const int tpr, const int rows_per_cta,
+// fp32 rows of 1025-1536 vectors (hidden 4100-6144: row_layout.h's held
+// layout, kHeldRowThreads threads of ITERS = 5 or 6 vectors): one block per
+// SM, whose registers hold a row's r, dy and dr between the passes instead of
+// reading x, dy and scale * w back from shared memory, and scale * w for the
+// whole chunk (kHeld; 138-230 registers, no spills). The threads per row and
+// the one row per block are compile-time constants here, so the vectors'
+// addresses fold into immediates, and only a thread's last vector has a
+// bounds test: 1144 SASS instructions for the fused RMSNorm instance at
+// hidden 5000 where the 320-thread layout's took 1648 (round20.md, call 1).
+template <typename T, int ITERS, bool kDb, bool kCenter, bool kFull, bool kFused>
+__global__ void __launch_bounds__(kHeldRowThreads, 1)
+    BackwardStagedHeldKernel(const BackwardArgs a, const int /*tpr*/, const int /*rows_per_cta*/,
                              const int64_t chunk_rows) {
-  BackwardStagedRows<T, 16 / sizeof(T), 4, kDb, kCenter, 1, kFull, kFused, true, true>(
-      a, tpr, rows_per_cta, chunk_rows);
+  BackwardStagedRows<T, 16 / sizeof(T), ITERS, kDb, kCenter, 1, kFull, kFused,
+                     /*kWeightRow=*/false, /*kHeld=*/true>(a, kHeldRowThreads, 1, chunk_rows);
 }
 
 }  // namespace normserve::kernels::cuda

@@ -2,7 +2,8 @@
 // instances, for forward and backward alike:
 //   vec   in {16 / sizeof(T), 1}
 //   iters in {1, 2, 4, 8} with vec * iters <= MaxElemsPerThread(pass, sizeof(T)),
-//         or 0 for the streaming kernel.
+//         or 0 for the streaming kernel, or 5 / 6 for the held fp32 backward
+//         rows (HeldIters).
 // `launch` is called as launch(std::integral_constant<int, VEC>{},
 // std::integral_constant<int, ITERS>{}) and returns a cudaError_t.
 #ifndef NORMSERVE_KERNELS_CUDA_DISPATCH_CUH_
@@ -21,8 +22,9 @@ using IntConst = std::integral_constant<int, N>;
 
 template <Pass kPass, typename T, int VEC, int ITERS, typename Launch>
 cudaError_t LaunchInstance(Launch& launch) {
-  if constexpr (ITERS == 0 ||
-                VEC * ITERS <= MaxElemsPerThread(kPass, static_cast<int>(sizeof(T)))) {
+  if constexpr (ITERS == 0 || HeldIters(kPass, static_cast<int>(sizeof(T)), VEC, ITERS) ||
+                ((ITERS & (ITERS - 1)) == 0 &&
+                 VEC * ITERS <= MaxElemsPerThread(kPass, static_cast<int>(sizeof(T))))) {
     return launch(IntConst<VEC>{}, IntConst<ITERS>{});
   } else {
     return cudaErrorInvalidConfiguration;  // ChooseRowLayout never picks it
@@ -40,6 +42,10 @@ cudaError_t DispatchIters(int iters, Launch& launch) {
       return LaunchInstance<kPass, T, VEC, 2>(launch);
     case 4:
       return LaunchInstance<kPass, T, VEC, 4>(launch);
+    case 5:
+      return LaunchInstance<kPass, T, VEC, 5>(launch);
+    case 6:
+      return LaunchInstance<kPass, T, VEC, 6>(launch);
     case 8:
       return LaunchInstance<kPass, T, VEC, 8>(launch);
     default:

@@ -48,6 +48,20 @@ constexpr int MaxElemsPerThread(Pass pass, int elem_size) {
   return pass == Pass::kForward ? 64 : 64 / elem_size;
 }
 
+// fp32 backward rows of 1025-1536 full vectors (hidden 4100-6144): one block
+// of kHeldRowThreads threads per row, the fewest vectors each that cover it (5
+// or 6: HeldIters), a block per SM whose registers hold the row between the
+// passes (BackwardStagedHeldKernel, backward_staged.cuh). Fewer threads of
+// more vectors than the 288-384 threads of 4 vectors the rule below gives,
+// and a thread count the kernel knows at compile time: measured on the H100
+// (bench/results/gpu-2026-11-25-round20.md, call 1), fp32 4096 x 5000 add +
+// RMSNorm backward 127.1 -> 121.8 us, RMSNorm 98.6 -> 94.6, LayerNorm
+// 100.7 -> 95.8; 4096 x 4200 113.1 -> 105.2; 32768 x 5000 893.3 -> 879.8.
+inline constexpr int kHeldRowThreads = 256;
+constexpr bool HeldIters(Pass pass, int elem_size, int vec, int iters) {
+  return pass == Pass::kBackward && elem_size == 4 && vec == 4 && (iters == 5 || iters == 6);
+}
+
 struct RowLayout {
   int vec = 1;           // elements per vector access: 16 / sizeof(T), or 1
   int iters = 0;         // vectors per thread and row; 0 = streaming kernel
@@ -72,6 +86,12 @@ inline RowLayout ChooseRowLayout(Pass pass, DType dtype, int64_t hidden, bool al
   const int full_vec = static_cast<int>(16 / DTypeSize(dtype));
   layout.vec = aligned && hidden % full_vec == 0 ? full_vec : 1;
   const int64_t vectors = (hidden + layout.vec - 1) / layout.vec;
+  if (pass == Pass::kBackward && layout.vec == 4 && vectors > 4 * kHeldRowThreads &&  // fp32
+      vectors <= 6 * kHeldRowThreads) {
+    layout.iters = static_cast<int>((vectors + kHeldRowThreads - 1) / kHeldRowThreads);
+    layout.tpr = kHeldRowThreads;
+    return layout;
+  }
   // Preferred vectors per thread: enough independent 16-byte loads in flight,
   // few enough registers for several blocks per SM.
   // Backward keeps dw / db in shared memory but holds x, y, dy as stored plus a

@@ -20,6 +20,8 @@ using kernels::cuda::ChooseRowLayout;
 using kernels::cuda::ChunkOfSegment;
 using kernels::cuda::ChunkRows;
 using kernels::cuda::FullRow;
+using kernels::cuda::HeldIters;
+using kernels::cuda::kHeldRowThreads;
 using kernels::cuda::InterleavedChunks;
 using kernels::cuda::kClusterCtas;
 using kernels::cuda::kMaxThreads;
@@ -51,8 +53,16 @@ TEST(RowLayoutTest, EveryLayoutCoversTheRowWithAnInstantiatedKernel) {
             ASSERT_EQ(l.ctas_per_row, 1);
             continue;
           }
-          ASSERT_TRUE(l.iters == 1 || l.iters == 2 || l.iters == 4 || l.iters == 8);
-          ASSERT_LE(l.vec * l.iters, MaxElemsPerThread(pass, elem));
+          if (HeldIters(pass, elem, l.vec, l.iters)) {
+            // The held kernel's layout: one block per row, the fewest vectors
+            // per thread, so only the last ones may lie past the row's end.
+            ASSERT_EQ(l.tpr, kHeldRowThreads);
+            ASSERT_EQ(l.rows_per_cta, 1);
+            ASSERT_LT(int64_t{l.tpr} * (l.iters - 1) * l.vec, hidden);
+          } else {
+            ASSERT_TRUE(l.iters == 1 || l.iters == 2 || l.iters == 4 || l.iters == 8);
+            ASSERT_LE(l.vec * l.iters, MaxElemsPerThread(pass, elem));
+          }
           ASSERT_GE(int64_t{l.tpr} * l.iters * l.vec, hidden);
           ASSERT_LE(l.threads(), kMaxThreads);
           if (l.ctas_per_row > 1) {
@@ -101,6 +111,12 @@ TEST(RowLayoutTest, MeasuredChoices) {
       {Pass::kForward, DType::kBF16, 16384, 512, 4, 1},    // 4 vectors, one block
       {Pass::kForward, DType::kBF16, 20000, 320, 8, 1},    // 8 vectors
       {Pass::kForward, DType::kF32, 16384, 512, 8, 1},     // fp32: one block
+      {Pass::kBackward, DType::kF32, 4096, 256, 4, 1},     // 4 vectors of 4, one block
+      {Pass::kBackward, DType::kF32, 4100, 256, 5, 1},     // held: 5 vectors
+      {Pass::kBackward, DType::kF32, 5120, 256, 5, 1},     // held: 5 vectors
+      {Pass::kBackward, DType::kF32, 5124, 256, 6, 1},     // held: 6 vectors
+      {Pass::kBackward, DType::kF32, 6144, 256, 6, 1},     // held: 6 vectors
+      {Pass::kBackward, DType::kF32, 6148, 416, 4, 1},     // 4 vectors, one block
       {Pass::kBackward, DType::kF32, 16384, 1024, 4, 2},   // cluster
       {Pass::kBackward, DType::kF32, 10000, 640, 4, 2},    // cluster
       {Pass::kBackward, DType::kBF16, 8192, 512, 2, 1},    // 2 vectors, one block
