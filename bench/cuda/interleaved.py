@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""A few cells, the peers' kernels and ours, timed by one harness in one process:
+peers_bench.py's inputs and do_bench, in ROUNDS alternating rounds (peer, ..., ours, peer, ...),
+so that a gap of a percent or two is not a difference between machines, runs or timing loops
+(Quack's fused backward has moved 123-151 µs between runs at fp32 4096 x 5000, and our two
+harnesses differ by up to 3 %: bench/results/gpu-2026-11-25-round19.md). Every output is checked
+against a float32 reference first. Ours goes through libnormserve_peer_shim.so (ctypes), as in
+ours_do_bench.py; FlashInfer through fi_norm.so (bf16 only, in place, as peers_bench.py times it).
+
+Ops: add_rms_fwd (Quack, FlashInfer), add_rms_bwd (Quack's rmsnorm_bwd of a saved p with
+dresidual_out), rms_bwd (Quack's rmsnorm_bwd).
+
+  FI_NORM_SO=.peers/fi_norm.so PYTHONPATH=.peers:$SITE \
+    python3 bench/cuda/interleaved.py SHIM.so add_rms_bwd:fp32:4096x5000 ...
+
+Prints one JSON row per (cell, round, peer) and writes them to $OUT/interleaved.json.
+"""
+import ctypes
+import json
+import os
+import sys
+
+import peers_bench as pb
+import torch
+
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+DTYPE_CODE = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}  # normserve's DType
+ROUNDS = int(os.environ.get("ROUNDS", "3"))
+P = lambda t: ctypes.c_void_p(0 if t is None else t.data_ptr())
+I = ctypes.c_int64
+EPS = ctypes.c_float(pb.EPS)
+
+
+def rms_dx(p, w, do):
+    ps = p.float().requires_grad_()
+    (g,) = torch.autograd.grad(pb.rms_ref(ps, w), [ps], do.float())
+    return g
+
+
+class Ours:
+    """normserve's forward / backward through the shim, on one stream."""
+
+    def __init__(self, shim, dtype, m, n):
+        self.lib, self.code, self.m, self.n = shim, DTYPE_CODE[dtype], m, n
+        self.stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+        self.mean = torch.empty(m, device="cuda", dtype=torch.float32)
+        self.rstd = torch.empty_like(self.mean)
+
+    def forward(self, x, y, w, o, residual_out):
+        return self.lib.normserve_forward(self.code, 0, P(x), P(y), P(w), None, P(o),
+                                          P(residual_out), P(self.mean), P(self.rstd),
+                                          I(self.m), I(self.n), EPS, self.stream)
+
+    def backward(self, p, do, grad_residual, w, dx, dw, ws):
+        return self.lib.normserve_backward(self.code, 0, P(p), P(do), P(grad_residual),
+                                           P(self.mean), P(self.rstd), P(w), P(dx), P(dw), None,
+                                           P(ws), I(self.m), I(self.n), EPS, self.stream)
+
+
+def cell(shim, op, dtype, m, n):
+    """{peer: (function, max error)} of one cell."""
+    from quack.rmsnorm import rmsnorm_bwd, rmsnorm_fwd
+    x, r, w, _, do = pb.inputs(m, n, dtype)
+    ours = Ours(shim, dtype, m, n)
+    o, p = torch.empty_like(x), torch.empty_like(x)
+    if op == "add_rms_fwd":
+        ref = pb.rms_ref(x + r, w)
+        q = lambda: rmsnorm_fwd(x, w, residual=r, eps=pb.EPS)
+        cells = {"quack": (q, pb.err(q()[0], ref))}
+        if dtype == torch.bfloat16:
+            fi = ctypes.CDLL(os.environ.get("FI_NORM_SO", ".peers/fi_norm.so"))
+            xc, rc = x.clone(), r.clone()  # in place: r += x; x = norm(r) * w
+            f = lambda: fi.fi_fused_add_rmsnorm_bf16(P(xc), P(rc), P(w), m, n, EPS, ours.stream)
+            assert f() == 0
+            cells["flashinfer"] = (f, pb.err(xc, ref))
+        f = lambda: ours.forward(x, r, w, o, p)
+        assert f() == 0
+        cells["normserve"] = (f, pb.err(o, ref))
+        return cells
+    residual = op == "add_rms_bwd"
+    dp = torch.randn_like(do) if residual else None
+    src = rmsnorm_fwd(x, w, residual=r, eps=pb.EPS)[1] if residual else x
+    _, _, rstd = rmsnorm_fwd(src, w, eps=pb.EPS, store_rstd=True)
+    ref = rms_dx(src, w, do) + (dp.float() if residual else 0)
+    if residual:
+        q = lambda: rmsnorm_bwd(src, w, do, rstd, dresidual_out=dp, has_residual=True)
+    else:
+        q = lambda: rmsnorm_bwd(src, w, do, rstd)
+    assert ours.forward(src, None, w, o, None) == 0  # src's mean / rstd
+    ws = torch.empty(shim.normserve_backward_workspace(ours.code, I(m), I(n)), device="cuda",
+                     dtype=torch.uint8)
+    dx, dw = torch.empty_like(src), torch.empty(n, device="cuda", dtype=torch.float32)
+    f = lambda: ours.backward(src, do, dp, w, dx, dw, ws)
+    assert f() == 0
+    return {"quack": (q, pb.err(q()[0], ref)), "normserve": (f, pb.err(dx, ref))}
+
+
+def main():
+    shim = ctypes.CDLL(sys.argv[1])
+    shim.normserve_backward_workspace.restype = ctypes.c_int64
+    rows = []
+    for spec in sys.argv[2:]:
+        op, name, shape = spec.split(":")
+        m, n = map(int, shape.split("x"))
+        peers = cell(shim, op, DTYPES[name], m, n)
+        for rnd in range(ROUNDS):
+            for peer, (f, error) in peers.items():
+                row = {"op": op, "dtype": name, "m": m, "n": n, "round": rnd, "peer": peer,
+                       "us": round(pb.bench(f) * 1000, 2), "err": error}
+                print(json.dumps(row), flush=True)
+                rows.append(row)
+    json.dump(rows, open(os.path.join(os.environ.get("OUT", "."), "interleaved.json"), "w"))
+
+
+if __name__ == "__main__":
+    main()
