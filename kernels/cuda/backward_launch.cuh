@@ -31,6 +31,16 @@ inline int StagedBlocksPerSm(size_t bytes, int ctas) {
   return static_cast<int>((MaxSharedBytesPerBlock() + kReserved) / (bytes + scratch + kReserved));
 }
 
+// A staged instance for a launch's db and full: kernel_of(kDb, kFull), both as
+// std::bool_constant.
+template <typename KernelOf>
+auto ForDbFull(bool db, bool full, KernelOf kernel_of) {
+  using True = std::true_type;
+  using False = std::false_type;
+  if (full) return db ? kernel_of(True{}, True{}) : kernel_of(False{}, True{});
+  return db ? kernel_of(True{}, False{}) : kernel_of(False{}, False{});
+}
+
 // plain: no y and no grad_residual_out. db: grad_bias is wanted. full: see
 // FullRow. partials: dw or db is wanted. tensors: StagedTensors of the launch.
 // residual_as_stored: no grad_residual_out, or one stored as T. plan_blocks:
@@ -53,14 +63,6 @@ StageOne ChooseGeneralStageOne(const RowLayout& layout, int64_t hidden, bool pla
                              LocalRowLength<VEC, ITERS, kCtas>(hidden, layout.tpr), sizeof(T),
                              staged_tensors, weight_row);
   };
-  // The staged instance for the launch's db and full: kernel_of(kDb, kFull),
-  // both as std::bool_constant.
-  auto for_db_full = [&](auto kernel_of) {
-    using True = std::true_type;
-    using False = std::false_type;
-    if (full) return db ? kernel_of(True{}, True{}) : kernel_of(False{}, True{});
-    return db ? kernel_of(True{}, False{}) : kernel_of(False{}, False{});
-  };
   // weight_row: see BackwardStagedKernel's kWeightRow.
   auto staged = [&](auto ctas, auto fused, auto weight_row) {
     constexpr int kCtas = decltype(ctas)::value;
@@ -70,14 +72,14 @@ StageOne ChooseGeneralStageOne(const RowLayout& layout, int64_t hidden, bool pla
     s.shared_bytes = staged_bytes(ctas, kFused ? tensors : 2, kWeightRow);
     if constexpr (kCtas == 1 && sizeof(T) == 2 && ITERS == 2 && kWeightRow) {
       if (layout.threads() > kTargetThreads && layout.threads() <= kPairedThreads) {
-        s.kernel = for_db_full([](auto kdb, auto kfull) {
+        s.kernel = ForDbFull(db, full, [](auto kdb, auto kfull) {
           return &BackwardStagedPairedKernel<T, decltype(kdb)::value, kCenter,
                                              decltype(kfull)::value, kFused>;
         });
         return s;
       }
     }
-    s.kernel = for_db_full([](auto kdb, auto kfull) {
+    s.kernel = ForDbFull(db, full, [](auto kdb, auto kfull) {
       return &BackwardStagedKernel<T, VEC, ITERS, decltype(kdb)::value, kCenter, kCtas,
                                    decltype(kfull)::value, kFused, kWeightRow>;
     });
@@ -136,8 +138,9 @@ StageOne ChooseGeneralStageOne(const RowLayout& layout, int64_t hidden, bool pla
   // threads (hidden 6148-8188; 4100-6144 are held) are staged too: the
   // register kernel fits one such block per SM at 121-128 registers, stalled
   // at every row's barriers, where the staged one keeps the next row in
-  // flight in shared memory (round10.md, call 1: 4096 x 5000 RMSNorm 113.8 -> 103.7 us, LayerNorm
-  // 121.5 -> 106.9 us; at 512 threads, 16384 x 8192, 0.3-0.6 % slower).
+  // flight in shared memory (round10.md, call 1: 4096 x 5000 RMSNorm 113.8 ->
+  // 103.7 us, LayerNorm 121.5 -> 106.9 us; at 512 threads, 16384 x 8192,
+  // 0.3-0.6 % slower).
   if constexpr (sizeof(T) == 4 && VEC == 4) {
     if (plain && layout.tpr > kTargetThreads && layout.tpr < kMaxThreads) {
       return staged(IntConst<1>{}, std::false_type{}, kWithWeightRow);
@@ -189,14 +192,10 @@ StageOne ChooseHeldStageOne(int64_t hidden, bool plain, bool db, bool full, int 
     constexpr bool kFused = decltype(fused)::value;
     s.shared_bytes = StagedSharedBytes(1, hidden, sizeof(T), kFused ? tensors : 2,
                                        /*weight_row=*/false);
-    auto of = [](auto kdb, auto kfull) {
+    return ForDbFull(db, full, [](auto kdb, auto kfull) {
       return &BackwardStagedHeldKernel<T, ITERS, decltype(kdb)::value, kCenter,
                                        decltype(kfull)::value, kFused>;
-    };
-    using True = std::true_type;
-    using False = std::false_type;
-    if (full) return db ? of(True{}, True{}) : of(False{}, True{});
-    return db ? of(True{}, False{}) : of(False{}, False{});
+    });
   };
   s.kernel = plain ? instance(std::false_type{}) : instance(std::true_type{});
   return s;
@@ -209,8 +208,8 @@ StageOne ChooseStageOne(const RowLayout& layout, int64_t hidden, bool plain, boo
   if constexpr (HeldIters(Pass::kBackward, static_cast<int>(sizeof(T)), VEC, ITERS)) {
     return ChooseHeldStageOne<T, ITERS, kCenter>(hidden, plain, db, full, tensors);
   } else {
-    return ChooseGeneralStageOne<T, VEC, ITERS, kCenter>(
-        layout, hidden, plain, db, full, partials, tensors, residual_as_stored, plan_blocks);
+    return ChooseGeneralStageOne<T, VEC, ITERS, kCenter>(layout, hidden, plain, db, full, partials,
+                                                         tensors, residual_as_stored, plan_blocks);
   }
 }
 

@@ -94,9 +94,7 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
   // Whether vector `it` at column col lies inside the row. A held layout
   // (kHeldRowThreads threads, ITERS the fewest vectors each that cover the
   // row) has only its last vectors past the row's end.
-  auto in_row = [&](int it, int col) {
-    return kFull || (kHeld && it < ITERS - 1) || col < d;
-  };
+  auto in_row = [&](int it, int col) { return kFull || (kHeld && it < ITERS - 1) || col < d; };
   constexpr int kX = 0, kDy = 1, kY = 2;  // kY: fused launches with y
   // This group's row of tensor `which` in stage s; a thread's vector `it` sits
   // at LocalColumn(it) of it.

@@ -169,10 +169,9 @@ INSTANTIATE_TEST_SUITE_P(
     Kernels, ManyRowsBackwardTest,
     ::testing::Combine(::testing::ValuesIn(BackendNames()), AllDTypes(),
                        ::testing::Values(int64_t{4096}, int64_t{4608}, int64_t{5000}, int64_t{5120},
-                                         int64_t{6144},
-                                         int64_t{8192}, int64_t{10000}, int64_t{15000},
-                                         int64_t{16384}, int64_t{20000}, int64_t{40000},
-                                         int64_t{40001})),
+                                         int64_t{6144}, int64_t{8192}, int64_t{10000},
+                                         int64_t{15000}, int64_t{16384}, int64_t{20000},
+                                         int64_t{40000}, int64_t{40001})),
     SuiteParamName);
 
 }  // namespace
