@@ -186,11 +186,11 @@ __device__ __forceinline__ void RowStats(const float (&p)[ITERS][VEC], int tpr, 
 //  - kFloats: p = x + y as fp32 registers;
 //  - kPacked (a launch with neither y nor residual_out, 16-bit storage): x as
 //    stored, in half the registers, and p = x + 0.0f formed where used: the
-//    fused kernels' bits (x + 0.0f turns -0 into +0), one more add per use;
-//  - kShared (fused 16-bit launches, not latency-bound: forward_launch.cuh):
-//    p as fp32 in shared memory (SharedFloatRow, each thread its own vectors,
-//    so no barrier), which frees the row's registers for more rows in flight.
-enum class RowStorage { kFloats, kPacked, kShared };
+//    fused kernels' bits (x + 0.0f turns -0 into +0), one more add per use.
+// (Fused 16-bit rows once kept p as fp32 in shared memory, for more rows in
+// flight per SM; registers with the residual stored as loaded measured
+// faster: bench/results/gpu-2026-11-25-round21.md.)
+enum class RowStorage { kFloats, kPacked };
 
 template <typename T, int VEC, int ITERS, RowStorage kRow>
 struct ForwardRow {
@@ -213,24 +213,6 @@ struct ForwardRow<T, VEC, ITERS, RowStorage::kPacked> {
     UnpackFloats(raw[it], v);
 #pragma unroll
     for (int i = 0; i < VEC; ++i) v[i] += 0.0f;
-  }
-};
-template <typename T, int VEC, int ITERS>
-struct ForwardRow<T, VEC, ITERS, RowStorage::kShared> {
-  SharedFloatRow<VEC> row;  // the group's row
-  int tpr, t, d;            // t: the thread's position (ForwardKernel)
-  __device__ __forceinline__ void Set(int it, const float (&v)[VEC]) {
-    const int col = (it * tpr + t) * VEC;
-    if (col < d) row.Store(col, v);
-  }
-  __device__ __forceinline__ void Get(int it, float (&v)[VEC]) const {
-    const int col = (it * tpr + t) * VEC;
-    if (col < d) {
-      row.Load(col, v);
-    } else {
-#pragma unroll
-      for (int i = 0; i < VEC; ++i) v[i] = 0.0f;
-    }
   }
 };
 
@@ -277,14 +259,18 @@ __global__ void __launch_bounds__(kMaxThreads)
     ForwardKernel(const ForwardArgs a, const int tpr, const int rows_per_cta, const int spread,
                   const bool early_residual) {
   constexpr bool kCanonical = ForwardCanonical<VEC, ITERS, kFull>();
-  const bool early = kPreload && early_residual;  // residual_out stored as loaded
   constexpr bool kPacked = kRow == RowStorage::kPacked;
-  static_assert(kRow == RowStorage::kFloats || sizeof(T) * VEC == 16,
-                "packed and shared rows are 16-byte vectors");
+  static_assert(!kPacked || sizeof(T) * VEC == 16, "packed rows are 16-byte vectors");
   static_assert(!kPacked || sizeof(T) == 2, "packed rows are 16-bit");
-  static_assert(!kPreload || kRow != RowStorage::kShared, "one use of the dynamic shared memory");
-  // kPreload: [rows_per_cta][weight, bias][hidden] as stored; kShared:
-  // [rows_per_cta][hidden] fp32 rows.
+  // residual_out stored as loaded: in latency-bound launches of at most one
+  // block per SM (early_residual), and by the 16-byte-vector 16-bit instances
+  // of up to 32 values per thread that are not latency-bound (see the store
+  // below; it took bf16 instances of 4 vectors from 107 to 90 registers, of 8
+  // vectors from 103 to 128 and a spill).
+  constexpr bool kEarlyAlways =
+      !kPreload && sizeof(T) == 2 && sizeof(T) * VEC == 16 && ITERS * VEC <= 32 && !kPacked;
+  const bool early = kEarlyAlways || (kPreload && early_residual);
+  // kPreload: [rows_per_cta][weight, bias][hidden] as stored.
   extern __shared__ __align__(16) unsigned char preloaded[];
   __shared__ float scratch_buffers[GroupScratch::kFloats];
   GroupScratch scratch{scratch_buffers};
@@ -352,12 +338,6 @@ __global__ void __launch_bounds__(kMaxThreads)
   };
 
   ForwardRow<T, VEC, ITERS, kRow> p;
-  if constexpr (kRow == RowStorage::kShared) {
-    p.row = {reinterpret_cast<float*>(preloaded) + static_cast<int64_t>(group) * d, d};
-    p.tpr = tpr;
-    p.t = position;
-    p.d = d;
-  }
   // Every load of the row is issued before the first is used: converting
   // each vector right after its load let the compiler close a branch around
   // each, one memory round trip per vector (bf16 add + RMSNorm 1 x 4096
@@ -395,13 +375,15 @@ __global__ void __launch_bounds__(kMaxThreads)
 #pragma unroll
         for (int i = 0; i < VEC; ++i) v[i] += yv[i];
         p.Set(it, v);
-        // The updated residual stream p needs no statistic: in launches of at
-        // most one block per SM (early_residual) it is stored now, so its
-        // writes overlap the row's reductions instead of adding to the
-        // launch's tail. Other launches store it with the output: early, it
-        // measured slower at two blocks per SM (bf16 add + RMSNorm 512 x 4096
-        // 9.9 -> 10.4 us, round13.md call 9) and took non-preload fp32
-        // instances of 8 vectors per thread from 82 to 128 registers.
+        // The updated residual stream p needs no statistic: stored now
+        // (`early`), its writes overlap the row's reductions. So in launches
+        // of at most one block per SM, instead of adding to the launch's
+        // tail, and by fused 16-bit launches that are not latency-bound
+        // (round21.md: bf16 add + RMSNorm 4096 x 5000 63.0 -> 61.6 us, 8192 x
+        // 16384 364.5 -> 361.0). Other launches store it with the output:
+        // early, it measured slower at two blocks per SM (bf16 add + RMSNorm
+        // 512 x 4096 9.9 -> 10.4 us, round13.md call 9) and took non-preload
+        // fp32 instances of 8 vectors per thread from 82 to 128 registers.
         const int col = column(it);
         if (early && a.residual_out != nullptr && live && (kFull || col < d)) {
           StoreFloatsEither<T>(a.residual_out, base + col, residual_f32, v);

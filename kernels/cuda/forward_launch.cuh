@@ -35,6 +35,10 @@ inline bool LatencyBound(const RowLayout& layout, int64_t rows, int max_chunks) 
   return 2 * layout_blocks <= max_chunks || (layout.tpr >= 128 && layout_blocks <= max_chunks);
 }
 
+// Threads of a forward block in launches that are not latency-bound: rows of
+// fewer threads share one (LaunchForwardRegisters), rows of more have their own.
+inline constexpr int kForwardBlockThreads = 128;
+
 // A register-kernel launch of the layout's instance (kernel choice below).
 template <typename T, int kVec, int kIters, bool kCenter>
 cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaStream_t stream) {
@@ -43,9 +47,17 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
   // One row per block for row groups of 128 threads or more, and in launches
   // of fewer rows than SMs (more SMs busy, no idle row group in a block of one
   // row). Measured on the H100 (round8.md): bf16 add + RMSNorm 32768 x 4096
-  // 380.7 -> 373.9 us, fp32 64 x 4096 RMSNorm 6.9 -> 6.5 us. A row's bits
-  // depend on tpr, never on rows_per_cta.
-  if (layout.tpr >= 128 || 2 * a.rows <= max_chunks) layout.rows_per_cta = 1;
+  // 380.7 -> 373.9 us, fp32 64 x 4096 RMSNorm 6.9 -> 6.5 us. Shorter rows of
+  // launches that are not latency-bound: blocks of kForwardBlockThreads
+  // threads rather than the layout's 256 (round21.md: bf16 RMSNorm 16384 x
+  // 1024 28.45 -> 27.9 us, add + RMSNorm 4096 x 2048 28.6 -> 28.2; fp32 add +
+  // RMSNorm 65536 x 512 190.3 -> 186.7). A row's bits depend on tpr, never on
+  // rows_per_cta.
+  if (layout.tpr >= kForwardBlockThreads || 2 * a.rows <= max_chunks) {
+    layout.rows_per_cta = 1;
+  } else if (!latency_bound) {
+    layout.rows_per_cta = std::max(1, kForwardBlockThreads / layout.tpr);
+  }
   const int64_t blocks = (a.rows + layout.rows_per_cta - 1) / layout.rows_per_cta;
   constexpr bool kWide = kVec * sizeof(T) == 16;
   // Fused residual on 16-bit rows of 16385-32768 elements (8 vectors per
@@ -84,13 +96,6 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
   // saved no registers (99 -> 107) and measured slower (4096 x 20000).
   constexpr bool kPackable = sizeof(T) == 2 && kWide && kIters <= 4;
   const bool packed = kPackable && a.y == nullptr && a.residual_out == nullptr;
-  // Fused 16-bit launches that are not latency-bound keep p in shared memory
-  // (ForwardRow): 78 -> 40 registers at 4 vectors, so more rows are in flight
-  // per SM. Measured on the H100 (round8.md), bf16 add + RMSNorm: 32768 x 4096
-  // 373.9 -> 367.1 us, 16384 x 8192 378.0 -> 364.7 us, 4096 x 5000 69.8 ->
-  // 63.7 us; slower in latency-bound launches (1 x 4096 6.8 -> 7.1 us) and
-  // for fp32 rows (32768 x 4096 725.6 -> 735.5 us), which keep registers.
-  const bool shared_row = sizeof(T) == 2 && kWide && a.y != nullptr && !latency_bound;
   // Rows that fill every thread's vectors, with the statistic over the whole
   // row, run an instance without bounds tests (FullRow; for rows of up to 32
   // values per thread also reduced canonically, ForwardCanonical):
@@ -103,11 +108,6 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
     if constexpr (kWide) {
       if (preload)
         chosen = &ForwardKernel<T, kVec, kIters, true, kCenter, RowStorage::kFloats, kFull>;
-      if constexpr (sizeof(T) == 2) {
-        if (shared_row) {
-          chosen = &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kShared, kFull>;
-        }
-      }
       if constexpr (kPackable) {
         if (packed) {
           chosen =
@@ -124,9 +124,7 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
   }
   const size_t rows = static_cast<size_t>(layout.rows_per_cta);
   const size_t hidden = static_cast<size_t>(a.hidden);
-  const size_t shared_bytes = preload      ? 2 * sizeof(T) * rows * hidden
-                              : shared_row ? sizeof(float) * rows * hidden
-                                           : 0;
+  const size_t shared_bytes = preload ? 2 * sizeof(T) * rows * hidden : 0;
   if (shared_bytes > 0) {
     if (const cudaError_t err = AllowDynamicShared(kernel, shared_bytes); err != cudaSuccess) {
       return err;

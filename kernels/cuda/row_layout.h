@@ -33,7 +33,8 @@ enum class Pass { kForward, kBackward };
 
 // The register kernels' largest block, and the streaming kernels' block.
 inline constexpr int kMaxThreads = 512;
-// Threads a block aims for when rows are short (several rows per block).
+// Threads a block aims for when rows are short (several rows per block); the
+// forward launcher narrows blocks that are not latency-bound (forward_launch.cuh).
 inline constexpr int kTargetThreads = 256;
 // Blocks of a cluster that splits one backward row: kClusterCtas, or
 // kWideClusterCtas for rows too long for that, or kWidestClusterCtas (fp32
