@@ -63,8 +63,9 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
   // Fused residual on 16-bit rows of 16385-32768 elements (8 vectors per
   // thread): the staged kernel, over at most 2 blocks per SM. Measured on the
   // H100: add + RMSNorm 4096 x 20000 274.6 -> 258.5 us against the register
-  // kernel with p in shared memory (round8.md), which wins up to 16384 (8192 x
-  // 16384 388 -> 364.6 us). Plain RMSNorm / LayerNorm staged lost (round4.md:
+  // kernel as it was then, with p in shared memory (round8.md), which won up to
+  // 16384 (8192 x 16384 388 -> 364.6 us); not measured against today's register
+  // kernel (p in registers: round21.md). Plain RMSNorm / LayerNorm staged lost (round4.md:
   // 204 -> 223, 214 -> 292 us). Its bits equal the register kernel's
   // (DeterminismTest mixes the two).
   // Its two staged rows fit a block's shared memory up to about 29000

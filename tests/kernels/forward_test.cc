@@ -4,6 +4,8 @@
 // custom c and eps, returned statistics.
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include "norm_case.h"
 #include "suite_params.h"
 
@@ -111,6 +113,30 @@ INSTANTIATE_TEST_SUITE_P(Kernels, ForwardTest,
                                             ::testing::ValuesIn(kHiddenSizes)),
                          SuiteParamName);
 
+// Forward over segments of `segment_rows` rows: LayerNorm with weight and
+// bias, then add + RMSNorm with weight, residual_out in `residual_dtype` and
+// statistics.
+class ManyRowsTest : public BackendTest<DType, int64_t> {
+ protected:
+  void ExpectPlainAndFusedMatch(std::vector<int64_t> segment_rows, DType residual_dtype,
+                                uint64_t seed) {
+    for (bool residual : {false, true}) {
+      NormCase c;
+      c.dtype = std::get<1>(GetParam());
+      c.hidden = std::get<2>(GetParam());
+      c.segment_rows = segment_rows;
+      c.config.center = !residual;
+      c.weight = true;
+      c.bias = !residual;
+      c.residual = residual;
+      c.residual_out = residual;
+      c.residual_dtype = residual_dtype;
+      c.stats_out = true;
+      ExpectForwardMatchesReference(backend(), c, seed);
+    }
+  }
+};
+
 // More rows than the CUDA forward's staged kernel has blocks (two per SM), so
 // each block walks several rows and refills its stages; with and without the
 // residual branch (which the staged kernel stages too: 16-bit rows of 20000).
@@ -119,29 +145,35 @@ INSTANTIATE_TEST_SUITE_P(Kernels, ForwardTest,
 // rows spread from 16 threads to 64 (SpreadLayout: DeterminismTest compares
 // them with the unspread groups of 16), at 6144 over 6 warps (not a power of
 // two).
-class ManyRowsForwardTest : public BackendTest<DType, int64_t> {};
+class ManyRowsForwardTest : public ManyRowsTest {};
 
 TEST_P(ManyRowsForwardTest, EveryRowMatchesReference) {
-  for (bool residual : {false, true}) {
-    NormCase c;
-    c.dtype = std::get<1>(GetParam());
-    c.hidden = std::get<2>(GetParam());
-    c.segment_rows = {300, 7};
-    c.config.center = !residual;
-    c.weight = true;
-    c.bias = !residual;
-    c.residual = residual;
-    c.residual_out = residual;
-    c.residual_dtype = DType::kF32;
-    c.stats_out = true;
-    ExpectForwardMatchesReference(backend(), c, 9);
-  }
+  ExpectPlainAndFusedMatch({300, 7}, DType::kF32, 9);
 }
 
 INSTANTIATE_TEST_SUITE_P(Kernels, ManyRowsForwardTest,
                          ::testing::Combine(::testing::ValuesIn(BackendNames()), AllDTypes(),
                                             ::testing::Values(int64_t{512}, int64_t{6144},
                                                               int64_t{10000}, int64_t{20000})),
+                         SuiteParamName);
+
+// Short rows in launches of so many rows that the CUDA forward is not
+// latency-bound (about 293 blocks of the layout's 256 threads, more than one
+// per SM): there its blocks hold kForwardBlockThreads / tpr rows each
+// (forward_launch.cuh), and the first segment's last block is partly filled
+// (an odd number of rows). Fused 16-bit rows there keep p in registers and
+// store residual_out (here in the batch dtype) as loaded.
+class ManyShortRowsForwardTest : public ManyRowsTest {};
+
+TEST_P(ManyShortRowsForwardTest, EveryRowMatchesReference) {
+  const int64_t hidden = std::get<2>(GetParam());
+  ExpectPlainAndFusedMatch({(2400000 / hidden) | 1, 5}, std::get<1>(GetParam()), 11);
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, ManyShortRowsForwardTest,
+                         ::testing::Combine(::testing::ValuesIn(BackendNames()), AllDTypes(),
+                                            ::testing::Values(int64_t{64}, int64_t{1000},
+                                                              int64_t{1024}, int64_t{2048})),
                          SuiteParamName);
 
 }  // namespace
