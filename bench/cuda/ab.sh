@@ -3,7 +3,9 @@
 # .carry/base/kernels/cuda, e.g. `git archive <commit> kernels/cuda | tar x -C .carry/base`;
 # new = this tree; new-<v> = this tree plus .carry/variants/<v>.patch for each v in
 # VARIANTS), the CUDA suite on `new`, then every variant's bench in two alternating
-# rounds. Results: $OUT/ab.tgz (JSON lines; bench/cuda/ab_table.py makes the table).
+# rounds, the GPU's clocks sampled meanwhile (bench/cuda/clock_watch.sh: a THROTTLED line means
+# the numbers are not comparable). Results: $OUT/ab.tgz (JSON lines; bench/cuda/ab_table.py makes
+# the table).
 # Carry .carry and .devdeps (git-ignored).
 #   OUT=$OUT VARIANTS="a b" SHAPES=32768x4096,1x4096 [OPS=rms_fwd,ln_fwd] bash bench/cuda/ab.sh
 # (OPS_<dtype> / SHAPES_<dtype>, e.g. OPS_fp32, override OPS / SHAPES for that dtype.)
@@ -37,6 +39,7 @@ if [[ ${TEST:-1} == 1 ]]; then
   echo "suite rc=$?"; grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran" "$OUT/tests.log" | head -20
 fi
 stamp bench
+watch=$(bash "$REPO/bench/cuda/clock_watch.sh" start "$OUT/clocks.csv")
 for r in a b; do
   for n in "${names[@]}"; do
     B=/tmp/v/$n/b/bench/cuda/normserve_cuda_bench; [[ -x $B ]] || continue
@@ -46,5 +49,6 @@ for r in a b; do
     done
   done
 done
+kill "$watch" 2>/dev/null; bash "$REPO/bench/cuda/clock_watch.sh" summary "$OUT/clocks.csv"
 stamp done
-cd "$OUT" && cat ab_*.jsonl | wc -l && tar czf ab.tgz ab_*.jsonl && tar czf logs.tgz *.log err_*.txt && rm -f *.log err_*.txt ab_*.jsonl
+cd "$OUT" && cat ab_*.jsonl | wc -l && tar czf ab.tgz ab_*.jsonl && tar czf logs.tgz *.log err_*.txt clocks.csv && rm -f *.log err_*.txt clocks.csv ab_*.jsonl

@@ -10,7 +10,8 @@
 #     fused_bwd_peers.py torch liger quack (bf16, fp32);
 # (d) ours again through bench/cuda/ours_do_bench.py (the peers' do_bench, ctypes shim);
 # (e) $OUT keeps results.tgz (ours_{bf16,fp32}.jsonl, peers_*.json, ours_do_bench_*.json) and
-#     logs.tgz: two files, as the device tool brings back at most eight (round 19 lost a ninth).
+#     logs.tgz (with w/clocks.csv, bench/cuda/clock_watch.sh): two files, as the device tool
+#     brings back at most eight (round 19 lost a ninth).
 # Table: tar xzf results.tgz && python3 bench/cuda/compare.py ours_bf16.jsonl ours_fp32.jsonl --
 #     peers_*.json ours_do_bench_*.json
 # Every step runs under `timeout`, capped by a deadline of TOTAL (540) s for the whole call.
@@ -101,6 +102,8 @@ except Exception:
 fi
 
 # (b) ------------------------------------------------------------------------------------------
+# The GPU's clocks while ours and the peers run (THROTTLED: the table is not comparable).
+watch=$(bash bench/cuda/clock_watch.sh start "$W/clocks.csv")
 if has ours; then
   STEPS="build bench" OUT=$W/ours run_step "ours build+bench" 300 "$W/ours.log" \
     bash bench/cuda/gpu_run.sh
@@ -173,6 +176,7 @@ if has dobench && [[ -f $SHIM ]]; then
 fi
 
 # (e) ------------------------------------------------------------------------------------------
+kill "$watch" 2>/dev/null; bash bench/cuda/clock_watch.sh summary "$W/clocks.csv"
 stamp done
 (cd "$OUT" && tar czf logs.tgz w && rm -rf w &&
   tar czf results.tgz --remove-files $(ls *.json *.jsonl 2>/dev/null))
