@@ -56,7 +56,7 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
   if (layout.tpr >= kForwardBlockThreads || 2 * a.rows <= max_chunks) {
     layout.rows_per_cta = 1;
   } else if (!latency_bound) {
-    layout.rows_per_cta = std::max(1, kForwardBlockThreads / layout.tpr);
+    layout.rows_per_cta = kForwardBlockThreads / layout.tpr;  // tpr < 128: at least 1
   }
   const int64_t blocks = (a.rows + layout.rows_per_cta - 1) / layout.rows_per_cta;
   constexpr bool kWide = kVec * sizeof(T) == 16;
@@ -64,10 +64,10 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
   // thread): the staged kernel, over at most 2 blocks per SM. Measured on the
   // H100: add + RMSNorm 4096 x 20000 274.6 -> 258.5 us against the register
   // kernel as it was then, with p in shared memory (round8.md), which won up to
-  // 16384 (8192 x 16384 388 -> 364.6 us); not measured against today's register
-  // kernel (p in registers: round21.md). Plain RMSNorm / LayerNorm staged lost (round4.md:
-  // 204 -> 223, 214 -> 292 us). Its bits equal the register kernel's
-  // (DeterminismTest mixes the two).
+  // 16384 (8192 x 16384 388 -> 364.6 us); not measured against today's
+  // register kernel (p in registers: round21.md). Plain RMSNorm / LayerNorm
+  // staged lost (round4.md: 204 -> 223, 214 -> 292 us). Its bits equal the
+  // register kernel's (DeterminismTest mixes the two).
   // Its two staged rows fit a block's shared memory up to about 29000
   // elements (227 KB on the H100); longer rows take the register kernel.
   if constexpr (sizeof(T) == 2 && kWide && kIters >= 8) {
