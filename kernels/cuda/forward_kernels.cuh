@@ -21,10 +21,10 @@ namespace normserve::kernels::cuda {
 // inside the statistic (index < k). Every kernel sums squares through this one
 // function, with explicit fused multiply-adds: left to the compiler, the same
 // source was contracted to FFMA in one kernel and FMUL + FADD in another, and
-// the staged fused forward and the register forward of one hidden size
-// disagreed in the last bit (DeterminismTest, hidden 20000,
-// bench/results/gpu-2026-11-23-round6.md). A vector wholly inside k skips the
-// per-element test: fma(q, 0, sum) == sum, so both forms give the same bits.
+// two forward kernels of one hidden size (a staged fused forward, since
+// deleted, and the register forward) disagreed in the last bit
+// (DeterminismTest, hidden 20000, bench/results/gpu-2026-11-23-round6.md). A vector wholly inside k
+// skips the per-element test: fma(q, 0, sum) == sum, so both forms give the same bits.
 template <int VEC>
 __device__ __forceinline__ void AddSquaresBelow(const float (&q)[VEC], int col, int k, float& sum) {
   if (col + VEC <= k) {
@@ -93,8 +93,8 @@ __device__ __forceinline__ void RowStatsOf(Load load, int tpr, int t, int d,
 // gpu-2026-11-25-round13.md, call 5): large launches within 0.2 %, fp32
 // LayerNorm faster (4096 x 1024 18.8 -> 17.8 us, 4096 x 4096 51.15 -> 50.3),
 // with the unspread layouts. Rows of 64 values per thread keep RowStatsOf:
-// their 16-bit register instances are at 124-128 registers, their staged
-// fused kernel must sum as they do, and their rows already fill a block.
+// their 16-bit register instances are at 124-128 registers, and their rows
+// already fill a block.
 template <int VEC, int ITERS, bool kFull>
 __host__ __device__ constexpr bool ForwardCanonical() {
   return kFull && ITERS * VEC <= kMaxCanonicalElemsPerThread;

@@ -3,22 +3,14 @@
 #ifndef NORMSERVE_KERNELS_CUDA_FORWARD_LAUNCH_CUH_
 #define NORMSERVE_KERNELS_CUDA_FORWARD_LAUNCH_CUH_
 
-#include <algorithm>
 #include <type_traits>
 
 #include "dispatch.cuh"
 #include "forward_kernels.cuh"
-#include "forward_staged.cuh"
 #include "launch.h"
 #include "row_layout.h"
 
 namespace normserve::kernels::cuda {
-
-// Whether `bytes` of dynamic shared memory, with the kernels' static GroupSum
-// scratch, fit one block of the current device.
-inline bool FitsSharedMemory(size_t bytes) {
-  return bytes + kScratchBytes <= MaxSharedBytesPerBlock();
-}
 
 // Whether a launch of `rows` rows in the layout is latency-bound (weight /
 // bias preloaded, LaunchForwardRegisters): at most one block per SM at the
@@ -60,30 +52,12 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
   }
   const int64_t blocks = (a.rows + layout.rows_per_cta - 1) / layout.rows_per_cta;
   constexpr bool kWide = kVec * sizeof(T) == 16;
-  // Fused residual on 16-bit rows of 16385-32768 elements (8 vectors per
-  // thread): the staged kernel, over at most 2 blocks per SM. Measured on the
-  // H100: add + RMSNorm 4096 x 20000 274.6 -> 258.5 us against the register
-  // kernel as it was then, with p in shared memory (round8.md), which won up to
-  // 16384 (8192 x 16384 388 -> 364.6 us); not measured against today's
-  // register kernel (p in registers: round21.md). Plain RMSNorm / LayerNorm
-  // staged lost (round4.md: 204 -> 223, 214 -> 292 us). Its bits equal the
-  // register kernel's (DeterminismTest mixes the two).
-  // Its two staged rows fit a block's shared memory up to about 29000
-  // elements (227 KB on the H100); longer rows take the register kernel.
-  if constexpr (sizeof(T) == 2 && kWide && kIters >= 8) {
-    const size_t bytes = ForwardStagedSharedBytes(layout, a.hidden, sizeof(T));
-    if (a.y != nullptr && FitsSharedMemory(bytes)) {
-      auto* staged = &ForwardStagedKernel<T, kVec, kIters, kCenter>;
-      if (const cudaError_t err = AllowDynamicShared(staged, bytes); err != cudaSuccess) {
-        return err;
-      }
-      const int64_t chunks = std::min<int64_t>(blocks, max_chunks);
-      const int64_t chunk_rows = (a.rows + chunks - 1) / chunks;
-      staged<<<static_cast<unsigned>(chunks), layout.threads(), bytes, stream>>>(
-          a, layout.tpr, layout.rows_per_cta, chunk_rows);
-      return cudaGetLastError();
-    }
-  }
+  // (Fused 16-bit rows of 16385-29000 elements once took a kernel that staged
+  // x and y through shared memory, two rows per block; the register kernel
+  // measured faster since it holds p in registers (gpu-2026-11-26-round22.md,
+  // calls 1-2): bf16 add + RMSNorm 4096 x 17000 233.4 -> 203.6 us on the
+  // H100, 194.5 -> 166.2 on the H200; 4096 x 20000 255.9 -> 232.5 and
+  // 205.8 -> 181.4.)
   // A latency-bound launch preloads weight / bias into shared memory while the
   // row is reduced (16-byte vectors only; cp.async).
   const bool preload = kWide && latency_bound;

@@ -137,10 +137,10 @@ class ManyRowsTest : public BackendTest<DType, int64_t> {
   }
 };
 
-// More rows than the CUDA forward's staged kernel has blocks (two per SM), so
-// each block walks several rows and refills its stages; with and without the
-// residual branch (which the staged kernel stages too: 16-bit rows of 20000).
-// A short second segment follows. 512 and 6144: full LayerNorm rows whose
+// More rows than the GPU has SMs, so the CUDA forward's launches are not
+// latency-bound; with and without the residual branch (16-bit rows of 20000:
+// 8 vectors per thread, p held as fp32 registers). A short
+// second segment follows. 512 and 6144: full LayerNorm rows whose
 // statistics come from one reduction (CanonicalGroupMoments), at 512 over
 // rows spread from 16 threads to 64 (SpreadLayout: DeterminismTest compares
 // them with the unspread groups of 16), at 6144 over 6 warps (not a power of

@@ -19,8 +19,6 @@
 
 namespace normserve::kernels_test {
 
-// 32768: 16-bit fused rows too long for the CUDA staged forward's shared
-// memory (the register kernel takes them).
 inline constexpr int64_t kHiddenSizes[] = {1, 7, 127, 1000, 4096, 8191, 10000, 32768, 65536};
 
 inline ::testing::internal::ParamGenerator<kernels::DType> AllDTypes() {
