@@ -135,14 +135,20 @@ StageOne ChooseGeneralStageOne(const RowLayout& layout, int64_t hidden, bool pla
     if (plain) return staged(IntConst<1>{}, std::false_type{}, kWithWeightRow);
   }
   // Plain fp32 rows of more than kTargetThreads and fewer than kMaxThreads
-  // threads (hidden 6148-8188; 4100-6144 are held) are staged too: the
+  // threads (hidden 6148-7680; 4100-6144 are held) are staged too: the
   // register kernel fits one such block per SM at 121-128 registers, stalled
   // at every row's barriers, where the staged one keeps the next row in
   // flight in shared memory (round10.md, call 1: 4096 x 5000 RMSNorm 113.8 ->
-  // 103.7 us, LayerNorm 121.5 -> 106.9 us; at 512 threads, 16384 x 8192,
-  // 0.3-0.6 % slower).
+  // 103.7 us, LayerNorm 121.5 -> 106.9 us). Rows of exactly kTargetThreads or
+  // kMaxThreads threads (hidden 3588-4096, 7684-8192) only on a device of high
+  // bandwidth per SM (HighDramBandwidthPerSm), measured on the H200
+  // (gpu-2026-11-26-round22.md, call 3): 16384 x 8192 RMSNorm 419.6 -> 397.2
+  // us, LayerNorm 448.6 -> 402.0, 32768 x 4096 LayerNorm 426.3 -> 404.5; on the
+  // H100 (call 4) 16384 x 8192 1 % slower (553.0 -> 558.0 us).
   if constexpr (sizeof(T) == 4 && VEC == 4) {
-    if (plain && layout.tpr > kTargetThreads && layout.tpr < kMaxThreads) {
+    const bool between = layout.tpr > kTargetThreads && layout.tpr < kMaxThreads;
+    const bool at_ends = layout.tpr == kTargetThreads || layout.tpr == kMaxThreads;
+    if (plain && (between || (at_ends && HighDramBandwidthPerSm()))) {
       return staged(IntConst<1>{}, std::false_type{}, kWithWeightRow);
     }
   }

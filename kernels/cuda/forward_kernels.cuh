@@ -252,10 +252,13 @@ __device__ __forceinline__ int RowGroupOf(int thread, int tpr) {
 // RowStatsOf (the launcher picks it with FullRow, never by the row count);
 // full rows of at most 32 values per thread are reduced canonically
 // (ForwardCanonical), their vectors placed by `spread` (RowLayout::spread;
-// 0 for the other instances).
+// 0 for the other instances). kMinBlocks: blocks of kMaxThreads threads that
+// must fit one SM's registers (forward_launch.cuh); 0, no minimum, is not 1:
+// an explicit 1 let ptxas take 123-128 registers where the bare bound gives
+// 78-87 (bench/results/gpu-2026-11-26-round22.md, call 2).
 template <typename T, int VEC, int ITERS, bool kPreload, bool kCenter, RowStorage kRow,
-          bool kFull = false>
-__global__ void __launch_bounds__(kMaxThreads)
+          bool kFull = false, int kMinBlocks = 0>
+__global__ void __launch_bounds__(kMaxThreads, kMinBlocks)
     ForwardKernel(const ForwardArgs a, const int tpr, const int rows_per_cta, const int spread,
                   const bool early_residual) {
   constexpr bool kCanonical = ForwardCanonical<VEC, ITERS, kFull>();

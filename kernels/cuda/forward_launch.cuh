@@ -31,6 +31,10 @@ inline bool LatencyBound(const RowLayout& layout, int64_t rows, int max_chunks) 
 // fewer threads share one (LaunchForwardRegisters), rows of more have their own.
 inline constexpr int kForwardBlockThreads = 128;
 
+// Plain fp32 rows of at least this many threads may take register-bounded
+// instances (LaunchForwardRegisters).
+inline constexpr int kTwoBlockRowThreads = 384;
+
 // A register-kernel launch of the layout's instance (kernel choice below).
 template <typename T, int kVec, int kIters, bool kCenter>
 cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaStream_t stream) {
@@ -96,6 +100,24 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
   auto* kernel = choose(std::false_type{});
   if constexpr (kWide) {
     if (full) kernel = choose(std::true_type{});
+  }
+  // Plain fp32 rows of 8 vectors per thread over kTwoBlockRowThreads threads
+  // or more (hidden 11268-16384) on a device of high bandwidth per SM
+  // (HighDramBandwidthPerSm): at their 78-87 registers one block fits an SM,
+  // which then waits on each row's reductions with nothing else in flight.
+  // Bounded to 64 registers (8-80 bytes of spill), two fit. Measured on the
+  // H200 (gpu-2026-11-26-round22.md, call 1) at 8192 x 16384: RMSNorm 280.0
+  // -> 270.2 us, LayerNorm 292.9 -> 267.5. Not on the H100 (call 2: 361.0 ->
+  // 375.0, 361.8 -> 370.2), nor for rows of fewer threads, which fit twice as
+  // they are (H200 fp32 RMSNorm 4096 x 5000 45.6 -> 52.5 us bounded), nor for
+  // fused rows (add + RMSNorm 8192 x 16384 525 -> 548.5).
+  if constexpr (sizeof(T) == 4 && kWide && kIters == 8) {
+    if (!preload && a.y == nullptr && a.residual_out == nullptr &&
+        layout.tpr >= kTwoBlockRowThreads && HighDramBandwidthPerSm()) {
+      kernel = full
+                   ? &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kFloats, true, 2>
+                   : &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kFloats, false, 2>;
+    }
   }
   const size_t rows = static_cast<size_t>(layout.rows_per_cta);
   const size_t hidden = static_cast<size_t>(a.hidden);

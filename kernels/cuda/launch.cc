@@ -62,6 +62,15 @@ size_t MaxSharedBytesPerBlock() {
       CachedDeviceAttribute<cudaDevAttrMaxSharedMemoryPerBlockOptin>(227 * 1024));
 }
 
+bool HighDramBandwidthPerSm() {
+  // Fallbacks: the H100's (2619 MHz, 5120 bits), so false without a device.
+  const double memory_khz = CachedDeviceAttribute<cudaDevAttrMemoryClockRate>(2619000);
+  const double bus_bits = CachedDeviceAttribute<cudaDevAttrGlobalMemoryBusWidth>(5120);
+  const double sms = CachedDeviceAttribute<cudaDevAttrMultiProcessorCount>(132);
+  const double gb_per_second = 2.0 * memory_khz * 1e3 * bus_bits / 8.0 / 1e9;  // double data rate
+  return gb_per_second / sms >= kHighDramGBPerSecondPerSm;
+}
+
 int MaxBackwardChunks(DType dtype, int64_t hidden, const RowLayout& layout) {
   // Cached: the occupancy query looks up the kernel's attributes.
   static std::mutex mutex;

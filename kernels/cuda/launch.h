@@ -116,6 +116,11 @@ int PlanBackward(DType dtype, int64_t hidden, bool aligned, SegmentPlan* segment
 int MaxChunksPerSegment();
 // The most shared memory one block of the current device may opt in to.
 size_t MaxSharedBytesPerBlock();
+// Whether the current device's peak DRAM bandwidth per SM is at least
+// kHighDramGBPerSecondPerSm (an H200: 36; an H100 SXM: 25): each SM then
+// needs more bytes in flight to keep the memory busy.
+inline constexpr double kHighDramGBPerSecondPerSm = 30.0;
+bool HighDramBandwidthPerSm();
 // Most chunks one backward segment of this layout is cut into, in blocks (a
 // row split over a cluster: its blocks): one wave, i.e. the stage-one blocks
 // the device holds at once, at most 2 per SM. A second wave
