@@ -183,10 +183,11 @@ __device__ __forceinline__ void RowStats(const float (&p)[ITERS][VEC], int tpr, 
 
 // Where a ForwardKernel thread keeps its vectors of the row between the
 // statistics and the output:
-//  - kFloats: p = x + y as fp32 registers;
+//  - kFloats: p = x + y as fp32 registers (p = x where there is no y);
 //  - kPacked (a launch with neither y nor residual_out, 16-bit storage): x as
-//    stored, in half the registers, and p = x + 0.0f formed where used: the
-//    fused kernels' bits (x + 0.0f turns -0 into +0), one more add per use.
+//    stored, in half the registers, converted where used: the same bits.
+// (Both once formed x + 0.0f without y, which turns -0 into +0: one more add
+// per value and use on the latency-bound path.)
 // (Fused 16-bit rows once kept p as fp32 in shared memory, for more rows in
 // flight per SM; registers with the residual stored as loaded measured
 // faster: bench/results/gpu-2026-11-25-round21.md.)
@@ -211,8 +212,6 @@ struct ForwardRow<T, VEC, ITERS, RowStorage::kPacked> {
   Vec<T, VEC> raw[ITERS];
   __device__ __forceinline__ void Get(int it, float (&v)[VEC]) const {
     UnpackFloats(raw[it], v);
-#pragma unroll
-    for (int i = 0; i < VEC; ++i) v[i] += 0.0f;
   }
 };
 
@@ -372,11 +371,13 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocks)
       preload();
 #pragma unroll
       for (int it = 0; it < ITERS; ++it) {
-        float v[VEC], yv[VEC] = {};
+        float v[VEC], yv[VEC];
         UnpackRaw<T, VEC>(x_raw[it], v);
-        if constexpr (kHasY) UnpackRaw<T, VEC>(y_raw[it], yv);
+        if constexpr (kHasY) {
+          UnpackRaw<T, VEC>(y_raw[it], yv);
 #pragma unroll
-        for (int i = 0; i < VEC; ++i) v[i] += yv[i];
+          for (int i = 0; i < VEC; ++i) v[i] += yv[i];
+        }
         p.Set(it, v);
         // The updated residual stream p needs no statistic: stored now
         // (`early`), its writes overlap the row's reductions. So in launches
@@ -465,11 +466,13 @@ __global__ void __launch_bounds__(kMaxThreads) ForwardStreamKernel(const Forward
   const T* y = static_cast<const T*>(a.y) + base;
   const bool residual_f32 = a.residual_dtype == DType::kF32;
   auto load_p = [&](int col, float(&p)[VEC]) {
-    float yv[VEC] = {};
     LoadFloats(x + col, p);
-    if (a.y != nullptr) LoadFloats(y + col, yv);
+    if (a.y != nullptr) {
+      float yv[VEC];
+      LoadFloats(y + col, yv);
 #pragma unroll
-    for (int i = 0; i < VEC; ++i) p[i] += yv[i];
+      for (int i = 0; i < VEC; ++i) p[i] += yv[i];
+    }
   };
 
   float mean = 0.0f;

@@ -153,14 +153,22 @@ cudaError_t LaunchForwardTyped(const ForwardArgs& a, cudaStream_t stream) {
   const bool aligned =
       VectorAligned(a.dtype, a.hidden, {a.x, a.y, a.weight, a.bias, a.out, a.residual_out});
   RowLayout layout = ChooseRowLayout(Pass::kForward, a.dtype, a.hidden, aligned);
-  // Latency-bound launches of at most a 512-thread block's worth of threads
-  // per SM spread their rows over more threads where that keeps their bits
-  // (SpreadLayout). More measured slower on the H100 (round13.md, call 4):
-  // fp32 add + RMSNorm 256 x 8192, 512-thread rows, 15.05 -> 15.4 us.
-  const RowLayout spread = SpreadLayout(layout, a.hidden, a.norm.stat_len);
+  // Latency-bound launches spread their rows over more threads where that
+  // keeps their bits (SpreadLayout), as far as a 512-thread block's worth of
+  // threads per SM. More measured slower on the H100 (round13.md, call 4):
+  // fp32 add + RMSNorm 256 x 8192, 512-thread rows, 15.05 -> 15.4 us. Part of
+  // the way where all the way is too far: kernel durations on the H100 (ncu,
+  // gpu-2026-11-26-round22.md, call 12), 256 x 4096: bf16 RMSNorm 4576 ->
+  // 4480 ns, add + RMSNorm 5760 -> 5664; fp32 RMSNorm 5600 -> 5376, LayerNorm
+  // 5888 -> 5568. Not fp32 rows with y (add + RMSNorm 7648 -> 7904 ns).
   const int max_chunks = MaxChunksPerSegment();  // 2 per SM
-  if (spread.spread > 0 && a.rows * spread.tpr <= int64_t{max_chunks / 2} * kMaxThreads &&
-      LatencyBound(spread, a.rows, max_chunks)) {
+  const int64_t spread_tpr = int64_t{max_chunks / 2} * kMaxThreads / a.rows;
+  RowLayout spread = SpreadLayout(layout, a.hidden, a.norm.stat_len, spread_tpr);
+  if (a.dtype == DType::kF32 && a.y != nullptr &&
+      spread.spread != SpreadLayout(layout, a.hidden, a.norm.stat_len).spread) {
+    spread = layout;  // partly spread
+  }
+  if (spread.spread > 0 && LatencyBound(spread, a.rows, max_chunks)) {
     layout = spread;
   }
   // LayerNorm and RMSNorm are separate instances: RMSNorm's kernels drop the

@@ -207,8 +207,9 @@ NORMSERVE_HOST_DEVICE constexpr int CanonicalLeafVectors(int vec, int iters) {
 // (bench/results/gpu-2026-11-25-round13.md, call 5): bf16 1 x 4096 RMSNorm
 // 4.75 -> 4.45 us, LayerNorm 4.95 -> 4.6; fp32 LayerNorm 5.0 -> 4.75; 1 x 1024
 // bf16 RMSNorm 4.6 -> 4.1, fp32 add + RMSNorm 5.05 -> 4.3; 264 x 1024 fp32
-// add + RMSNorm 6.6 -> 5.9 us.
-inline RowLayout SpreadLayout(const RowLayout& layout, int64_t hidden, int64_t stat_len) {
+// add + RMSNorm 6.6 -> 5.9 us. Never past max_tpr threads per row.
+inline RowLayout SpreadLayout(const RowLayout& layout, int64_t hidden, int64_t stat_len,
+                              int64_t max_tpr = kMaxThreads) {
   const bool canonical = layout.vec > 1 &&
                          layout.vec * layout.iters <= kMaxCanonicalElemsPerThread &&
                          layout.ctas_per_row == 1 && FullRow(layout, hidden, stat_len) &&
@@ -216,7 +217,8 @@ inline RowLayout SpreadLayout(const RowLayout& layout, int64_t hidden, int64_t s
   if (!canonical) return layout;
   RowLayout spread = layout;
   const int leaf = CanonicalLeafVectors(layout.vec, layout.iters);
-  while (spread.spread < 2 && spread.iters / 2 >= leaf && spread.tpr * 2 <= kMaxThreads) {
+  const int64_t most = max_tpr < kMaxThreads ? max_tpr : kMaxThreads;
+  while (spread.spread < 2 && spread.iters / 2 >= leaf && spread.tpr * 2 <= most) {
     spread.iters /= 2;
     spread.tpr *= 2;
     ++spread.spread;

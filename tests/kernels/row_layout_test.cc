@@ -236,6 +236,13 @@ TEST(RowLayoutTest, SpreadLayoutsKeepTheRowAndItsReductionOrder) {
       SpreadLayout(ChooseRowLayout(Pass::kForward, DType::kF32, 4096, true), 4096, 4096);
   EXPECT_EQ(fp32.tpr, 512);
   EXPECT_EQ(fp32.iters, 2);
+  // Capped (launches of more rows): part of the way, or not at all.
+  const RowLayout bf16_layout = ChooseRowLayout(Pass::kForward, DType::kBF16, 4096, true);
+  const RowLayout half = SpreadLayout(bf16_layout, 4096, 4096, /*max_tpr=*/337);
+  EXPECT_EQ(half.spread, 1);
+  EXPECT_EQ(half.tpr, 256);
+  EXPECT_EQ(half.iters, 2);
+  EXPECT_EQ(SpreadLayout(bf16_layout, 4096, 4096, /*max_tpr=*/255).spread, 0);
 }
 
 // The backward kernels' walk over a segment (every row group takes its row of
