@@ -23,8 +23,9 @@ namespace normserve::kernels::cuda {
 // source was contracted to FFMA in one kernel and FMUL + FADD in another, and
 // two forward kernels of one hidden size (a staged fused forward, since
 // deleted, and the register forward) disagreed in the last bit
-// (DeterminismTest, hidden 20000, bench/results/gpu-2026-11-23-round6.md). A vector wholly inside k
-// skips the per-element test: fma(q, 0, sum) == sum, so both forms give the same bits.
+// (DeterminismTest, hidden 20000, bench/results/gpu-2026-11-23-round6.md).
+// A vector wholly inside k skips the per-element test: fma(q, 0, sum) == sum,
+// so both forms give the same bits.
 template <int VEC>
 __device__ __forceinline__ void AddSquaresBelow(const float (&q)[VEC], int col, int k, float& sum) {
   if (col + VEC <= k) {
@@ -210,9 +211,7 @@ struct ForwardRow {
 template <typename T, int VEC, int ITERS>
 struct ForwardRow<T, VEC, ITERS, RowStorage::kPacked> {
   Vec<T, VEC> raw[ITERS];
-  __device__ __forceinline__ void Get(int it, float (&v)[VEC]) const {
-    UnpackFloats(raw[it], v);
-  }
+  __device__ __forceinline__ void Get(int it, float (&v)[VEC]) const { UnpackFloats(raw[it], v); }
 };
 
 // VEC values of a per-column parameter (weight, bias) at col as fp32, or

@@ -166,7 +166,7 @@ cudaError_t LaunchForwardTyped(const ForwardArgs& a, cudaStream_t stream) {
   RowLayout spread = SpreadLayout(layout, a.hidden, a.norm.stat_len, spread_tpr);
   if (a.dtype == DType::kF32 && a.y != nullptr &&
       spread.spread != SpreadLayout(layout, a.hidden, a.norm.stat_len).spread) {
-    spread = layout;  // partly spread
+    spread = layout;  // fp32 rows with y: all the way or not at all
   }
   if (spread.spread > 0 && LatencyBound(spread, a.rows, max_chunks)) {
     layout = spread;

@@ -117,7 +117,7 @@ int MaxChunksPerSegment();
 // The most shared memory one block of the current device may opt in to.
 size_t MaxSharedBytesPerBlock();
 // Whether the current device's peak DRAM bandwidth per SM is at least
-// kHighDramGBPerSecondPerSm (an H200: 36; an H100 SXM: 25): each SM then
+// kHighDramGBPerSecondPerSm (an H200: 37; an H100 SXM: 25): each SM then
 // needs more bytes in flight to keep the memory busy.
 inline constexpr double kHighDramGBPerSecondPerSm = 30.0;
 bool HighDramBandwidthPerSm();
