@@ -110,7 +110,7 @@ __host__ __device__ constexpr bool ForwardCanonical() {
 // reduction for the mean and then one for the squares about it: the 1 x 4096
 // kernel 160 ns (bf16) and 256 ns (fp32) shorter (ncu), fp32 4096 x 3072
 // 41.8 -> 40.4 us, fp32 32768 x 4096 359.9 -> 361.1 us.
-template <bool kCenter, int VEC, int ITERS, typename Load, typename Scratch>
+template <bool kCenter, int VEC, int ITERS, bool kWarpWide = false, typename Load, typename Scratch>
 __device__ __forceinline__ void CanonicalRowStats(Load load, int tpr, int spread,
                                                   const NormScalars& norm, Scratch& scratch,
                                                   float& mean, float& rstd) {
@@ -160,10 +160,11 @@ __device__ __forceinline__ void CanonicalRowStats(Load load, int tpr, int spread
     half_weight *= 0.5f;
   }
   if constexpr (kCenter) {
-    CanonicalGroupMoments(sum[0], sq[0], ITERS * VEC, tpr, spread, norm.inv_hidden, scratch);
+    CanonicalGroupMoments<kWarpWide>(sum[0], sq[0], ITERS * VEC, tpr, spread, norm.inv_hidden,
+                                     scratch);
     mean = MeanOfSum(sum[0], norm);
   } else {
-    CanonicalGroupSum(sq[0], tpr, spread, scratch);
+    CanonicalGroupSum<kWarpWide>(sq[0], tpr, spread, scratch);
     mean = 0.0f;
   }
   rstd = RstdOfSumOfSquares(sq[0], norm);
@@ -229,6 +230,23 @@ __device__ __forceinline__ void LoadParam(const T* param, int col, float fill, f
   }
 }
 
+// Whether a latency-bound (kPreload) ForwardKernel's per-column parameter is
+// there, as a template argument: such kernels branch once on which there are.
+enum class ParamIs { kPresent, kAbsent };
+
+// VEC values of a preloaded parameter (shared memory) at col as fp32, or
+// `fill` when the kernel knows it absent.
+template <ParamIs kIs, typename T, int VEC>
+__device__ __forceinline__ void LoadPreloadedParam(const T* copy, int col, float fill,
+                                                   float (&v)[VEC]) {
+  if constexpr (kIs == ParamIs::kAbsent) {
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) v[i] = fill;
+  } else {
+    LoadFloats(copy + col, v);
+  }
+}
+
 // thread / tpr for a thread of a block (both at most kMaxThreads), with
 // neither an integer division nor a branch: a branch that skipped the division
 // in blocks of one row group held back the reads of every later kernel
@@ -253,16 +271,24 @@ __device__ __forceinline__ int RowGroupOf(int thread, int tpr) {
 // 0 for the other instances). kMinBlocks: blocks of kMaxThreads threads that
 // must fit one SM's registers (forward_launch.cuh); 0, no minimum, is not 1:
 // an explicit 1 let ptxas take 123-128 registers where the bare bound gives
-// 78-87 (bench/results/gpu-2026-11-26-round22.md, call 2).
+// 78-87 (bench/results/gpu-2026-11-26-round22.md, call 2). kOneRow: a
+// latency-bound launch of full rows of a warp or more, one row per block
+// (grid = rows), whose row is then the block's: addresses formed once per
+// block, in uniform registers, no row-group arithmetic before the row's
+// loads, and the warp's butterflies unrolled.
 template <typename T, int VEC, int ITERS, bool kPreload, bool kCenter, RowStorage kRow,
-          bool kFull = false, int kMinBlocks = 0>
+          bool kFull = false, int kMinBlocks = 0, bool kOneRow = false>
 __global__ void __launch_bounds__(kMaxThreads, kMinBlocks)
-    ForwardKernel(const ForwardArgs a, const int tpr, const int rows_per_cta, const int spread,
-                  const bool early_residual) {
+    ForwardKernel(const int tpr, const int rows_per_cta, const int spread,
+                  const bool early_residual, const bool residual_f32, const ForwardArgs a) {
+  // (The layout's scalars come before `a`, and residual_f32 is passed rather
+  // than read from a.residual_dtype, so that what the kernel reads before its
+  // row's statistics shares two constant-cache lines: see ForwardArgs.)
   constexpr bool kCanonical = ForwardCanonical<VEC, ITERS, kFull>();
   constexpr bool kPacked = kRow == RowStorage::kPacked;
   static_assert(!kPacked || sizeof(T) * VEC == 16, "packed rows are 16-byte vectors");
   static_assert(!kPacked || sizeof(T) == 2, "packed rows are 16-bit");
+  static_assert(!kOneRow || (kPreload && kFull), "one-row instances are latency-bound, full");
   // residual_out stored as loaded: in latency-bound launches of at most one
   // block per SM (early_residual), and by the 16-byte-vector 16-bit instances
   // of up to 32 values per thread that are not latency-bound (see the store
@@ -285,24 +311,27 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocks)
   // 8192 x 16384 362 -> 375 us, bf16 RMSNorm 4096 x 20000 151 -> 156 us).
   constexpr bool kOneGroup = kPreload && sizeof(T) == 2 && VEC == 8 && ITERS == 8;
   const int thread = static_cast<int>(threadIdx.x);
-  const int group = kOneGroup           ? 0
-                    : kPreload          ? RowGroupOf(thread, tpr)
-                    : rows_per_cta == 1 ? 0
-                                        : thread / tpr;
+  const int group = kOneGroup || kOneRow ? 0
+                    : kPreload           ? RowGroupOf(thread, tpr)
+                    : rows_per_cta == 1  ? 0
+                                         : thread / tpr;
   const int t = threadIdx.x - group * tpr;
   // Thread t's vector `it` is the row's vector it * tpr + position. Only
   // latency-bound (kPreload) launches are spread (forward_launch.cuh); the
   // others keep position = t, and the registers a runtime position took
   // (bf16 RMSNorm at 4 vectors per thread: 56 -> 64).
-  const int position = kCanonical && kPreload ? CanonicalPosition(t, tpr, spread) : t;
+  const int position = kCanonical && kPreload ? CanonicalPosition<kOneRow>(t, tpr, spread) : t;
   auto column = [&](int it) { return (it * tpr + position) * VEC; };
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * rows_per_cta + group;
-  const bool live = row < a.rows;
+  const int64_t row = kOneRow ? static_cast<int64_t>(blockIdx.x)
+                              : static_cast<int64_t>(blockIdx.x) * rows_per_cta + group;
+  const bool live = kOneRow || row < a.rows;
   const int d = static_cast<int>(a.hidden);
   const int64_t base = row * a.hidden;
-  const T* x = static_cast<const T*>(a.x) + base;
-  const T* y = static_cast<const T*>(a.y) + base;
-  const bool residual_f32 = a.residual_dtype == DType::kF32;
+  // The row's tensors from its first element on (Opaque: see row_ops.cuh).
+  auto row_of = [&](auto* tensor) { return kOneRow ? Opaque(tensor + base) : tensor + base; };
+  const T* x = row_of(static_cast<const T*>(a.x));
+  const T* y = row_of(static_cast<const T*>(a.y));
+  T* const out = row_of(static_cast<T*>(a.out));
 
   // Weight / bias copies into shared memory, issued right after the row's
   // loads, with the shared address formed once per tensor: issued first, or
@@ -333,8 +362,6 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocks)
       if (live && weight != nullptr) copy(weight, weight_copy);
       if (live && bias != nullptr) copy(bias, bias_copy);
       CpAsyncCommit();
-      if (weight != nullptr) weight = weight_copy;
-      if (bias != nullptr) bias = bias_copy;
     }
   };
 
@@ -347,12 +374,22 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocks)
     if constexpr (kPacked) {  // held as stored (ForwardRow)
       // (Through a local array, not loaded into p.raw directly: the direct
       // form changed the packed LayerNorm's registers, 63 -> 100.)
+      // Latency-bound (kPreload) instances load a vector as one 16-byte word
+      // or zeros, where the others' zeroed Vec took 24 PRMT merging 16-bit
+      // halves at 2 vectors per thread (the others keep it: as a word, the
+      // packed rows of 4 vectors went from 56 to 77 registers).
       Vec<T, VEC> x_raw[ITERS];
 #pragma unroll
       for (int it = 0; it < ITERS; ++it) {
         const int col = column(it);
-        x_raw[it] = Vec<T, VEC>{};
-        if (live && (kFull || col < d)) x_raw[it] = *reinterpret_cast<const Vec<T, VEC>*>(x + col);
+        if constexpr (kPreload) {
+          const RawVec<T, VEC> word = LoadRawOrZero<T, VEC>(x + col, live && (kFull || col < d));
+          __builtin_memcpy(&x_raw[it], &word, sizeof(word));
+        } else {
+          x_raw[it] = Vec<T, VEC>{};
+          if (live && (kFull || col < d))
+            x_raw[it] = *reinterpret_cast<const Vec<T, VEC>*>(x + col);
+        }
       }
       preload();
 #pragma unroll
@@ -404,7 +441,8 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocks)
   float mean, rstd;
   auto load_p = [&](int it, float(&v)[VEC]) { p.Get(it, v); };
   if constexpr (kCanonical) {
-    CanonicalRowStats<kCenter, VEC, ITERS>(load_p, tpr, spread, a.norm, scratch, mean, rstd);
+    CanonicalRowStats<kCenter, VEC, ITERS, kOneRow>(load_p, tpr, spread, a.norm, scratch, mean,
+                                                    rstd);
   } else {
     RowStatsOf<kCenter, VEC, ITERS, kFull>(load_p, tpr, t, d, a.norm, scratch, mean, rstd);
   }
@@ -420,27 +458,60 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocks)
   // 190 -> 288 us), nor rows of more than 32 values per thread (spills).
   // (Padding vectors read column 0's parameters and store nothing.)
   constexpr bool kPrefetch = !kPreload && !kPacked && ITERS * VEC <= 32;
-  float w[2][VEC], b[2][VEC];
-  auto load_params = [&](int it, int col) {
-    LoadParam<kPrefetch>(weight, col, 1.0f, w[it % 2]);
-    LoadParam<kPrefetch>(bias, col, 0.0f, b[it % 2]);
-  };
-  if constexpr (kPrefetch) load_params(0, kFull || column(0) < d ? column(0) : 0);
-#pragma unroll
-  for (int it = 0; it < ITERS; ++it) {
-    const int col = column(it);
-    if constexpr (kPrefetch) {
-      if (it + 1 < ITERS) load_params(it + 1, kFull || column(it + 1) < d ? column(it + 1) : 0);
-    }
-    if (!live || (!kFull && col >= d)) continue;
-    if constexpr (!kPrefetch) load_params(it, col);
+  // The output of vector `it` from its parameters w, b.
+  auto store_output = [&](int it, int col, const float(&w)[VEC], const float(&b)[VEC]) {
     float v[VEC], o[VEC];
     p.Get(it, v);
 #pragma unroll
-    for (int i = 0; i < VEC; ++i) o[i] = (v[i] - mean) * mul * w[it % 2][i] + b[it % 2][i];
-    StoreFloats(static_cast<T*>(a.out) + base + col, o);
+    for (int i = 0; i < VEC; ++i) o[i] = (v[i] - mean) * mul * w[i] + b[i];
+    StoreFloats(out + col, o);
     if (!early && !kPacked && a.residual_out != nullptr) {
       StoreFloatsEither<T>(a.residual_out, base + col, residual_f32, v);
+    }
+  };
+  if constexpr (kPreload) {
+    // The parameters from their shared-memory copies, with which of them
+    // there are known at compile time: one branch here instead of a test and
+    // fills per vector, and shared-memory loads where a pointer that was
+    // either global or shared took generic ones. The same arithmetic, so the
+    // same bits.
+    const T* weight_copy =
+        reinterpret_cast<const T*>(preloaded) + static_cast<int64_t>(group) * 2 * d;
+    const T* bias_copy = weight_copy + d;
+    auto store_row = [&](auto weight_is, auto bias_is) {
+#pragma unroll
+      for (int it = 0; it < ITERS; ++it) {
+        const int col = column(it);
+        if (!live || (!kFull && col >= d)) continue;
+        float w[VEC], b[VEC];
+        LoadPreloadedParam<decltype(weight_is)::value>(weight_copy, col, 1.0f, w);
+        LoadPreloadedParam<decltype(bias_is)::value>(bias_copy, col, 0.0f, b);
+        store_output(it, col, w, b);
+      }
+    };
+    using Present = std::integral_constant<ParamIs, ParamIs::kPresent>;
+    using Absent = std::integral_constant<ParamIs, ParamIs::kAbsent>;
+    if (weight != nullptr) {
+      bias != nullptr ? store_row(Present{}, Present{}) : store_row(Present{}, Absent{});
+    } else {
+      bias != nullptr ? store_row(Absent{}, Present{}) : store_row(Absent{}, Absent{});
+    }
+  } else {
+    float w[2][VEC], b[2][VEC];
+    auto load_params = [&](int it, int col) {
+      LoadParam<kPrefetch>(weight, col, 1.0f, w[it % 2]);
+      LoadParam<kPrefetch>(bias, col, 0.0f, b[it % 2]);
+    };
+    if constexpr (kPrefetch) load_params(0, kFull || column(0) < d ? column(0) : 0);
+#pragma unroll
+    for (int it = 0; it < ITERS; ++it) {
+      const int col = column(it);
+      if constexpr (kPrefetch) {
+        if (it + 1 < ITERS) load_params(it + 1, kFull || column(it + 1) < d ? column(it + 1) : 0);
+      }
+      if (!live || (!kFull && col >= d)) continue;
+      if constexpr (!kPrefetch) load_params(it, col);
+      store_output(it, col, w[it % 2], b[it % 2]);
     }
   }
   if (live && t == 0) {

@@ -81,6 +81,11 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
   // fewer instructions on the latency-bound path of small launches. Every
   // launch of the row's hidden size and statistic takes it, whatever its rows.
   const bool full = kWide && FullRow(layout, a.hidden, a.norm.stat_len);
+  // Latency-bound launches of full rows of a warp or more, at most 4 vectors
+  // per thread, one row per block: the one-row instances (ForwardKernel's
+  // kOneRow). At 8 vectors bf16 LayerNorm spilled 200 bytes there, and fp32
+  // rows measured slower (H200, ncu: LayerNorm 256 x 8192 6768 -> 7040 ns).
+  const bool one_row = layout.rows_per_cta == 1 && layout.tpr >= 32;
   auto choose = [&](auto full_constant) {
     constexpr bool kFull = decltype(full_constant)::value;
     auto* chosen = &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kFloats, kFull>;
@@ -92,6 +97,17 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
           chosen =
               preload ? &ForwardKernel<T, kVec, kIters, true, kCenter, RowStorage::kPacked, kFull>
                       : &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kPacked, kFull>;
+        }
+      }
+      if constexpr (kFull && kIters <= 4) {
+        if (preload && one_row) {
+          chosen =
+              &ForwardKernel<T, kVec, kIters, true, kCenter, RowStorage::kFloats, true, 0, true>;
+          if constexpr (kPackable) {
+            if (packed)
+              chosen = &ForwardKernel<T, kVec, kIters, true, kCenter, RowStorage::kPacked, true, 0,
+                                      true>;
+          }
         }
       }
     }
@@ -128,7 +144,8 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
     }
   }
   kernel<<<static_cast<unsigned>(blocks), layout.threads(), shared_bytes, stream>>>(
-      a, layout.tpr, layout.rows_per_cta, layout.spread, preload && 2 * blocks <= max_chunks);
+      layout.tpr, layout.rows_per_cta, layout.spread, preload && 2 * blocks <= max_chunks,
+      a.residual_dtype == DType::kF32, a);
   return cudaGetLastError();
 }
 

@@ -45,20 +45,23 @@ struct NormScalars {
 };
 NormScalars MakeNormScalars(const NormConfig& config, int64_t hidden);
 
+// Kernel parameters are read through the constant cache, cold at each launch:
+// the fields a forward kernel reads before its row's statistics come first,
+// so that they share as few cache lines as they can (ForwardKernel).
 struct ForwardArgs {
-  DType dtype = DType::kF32;           // x, y, out, weight, bias
-  DType residual_dtype = DType::kF32;  // residual_out: dtype or kF32
   int64_t rows = 0;
-  int64_t hidden = 0;  // 1 .. 65536 (larger works, on the streaming kernel)
-  NormScalars norm;
+  int64_t hidden = 0;            // 1 .. 65536 (larger works, on the streaming kernel)
   const void* x = nullptr;       // required
   const void* y = nullptr;       // residual branch; optional (= 0)
   const void* weight = nullptr;  // [hidden]; optional (= 1)
   const void* bias = nullptr;    // [hidden]; optional (= 0)
   void* out = nullptr;           // required
   void* residual_out = nullptr;  // p = x + y in residual_dtype; optional
-  float* mean = nullptr;         // [rows]; optional (0 for RMSNorm)
-  float* rstd = nullptr;         // [rows]; optional
+  NormScalars norm;
+  DType dtype = DType::kF32;           // x, y, out, weight, bias
+  DType residual_dtype = DType::kF32;  // residual_out: dtype or kF32
+  float* mean = nullptr;               // [rows]; optional (0 for RMSNorm)
+  float* rstd = nullptr;               // [rows]; optional
 };
 
 cudaError_t LaunchForward(const ForwardArgs& args, cudaStream_t stream);

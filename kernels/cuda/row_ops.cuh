@@ -389,22 +389,41 @@ __device__ __forceinline__ void GroupSum(float (&v)[N], int tpr,
 
 // The vector index within the row of thread t's vector 0 (vector `it` is at
 // it * tpr + CanonicalPosition): thread t itself when spread is 0.
+// kWarpWide: the caller knows tpr >= 32.
+template <bool kWarpWide = false>
 __device__ __forceinline__ int CanonicalPosition(int t, int tpr, int spread) {
-  const int width = tpr < 32 ? tpr : 32;
+  const int width = kWarpWide || tpr >= 32 ? 32 : tpr;
   const int low_bits = 31 - __clz(width) - spread;  // log2(width >> spread)
   const int lane = t & 31;
   const int low = lane & ((1 << low_bits) - 1);
   return (lane >> low_bits) * (tpr >> spread) + ((t >> 5) << low_bits) + low;
 }
 
+// An opaque copy of p: later offsets are added to it as they stand, not
+// folded back into the arithmetic that formed it (a row's base added to each
+// vector's column in 64 bits, on the path to the row's first load).
+template <typename P>
+__device__ __forceinline__ P* Opaque(P* p) {
+  asm("" : "+l"(p));
+  return p;
+}
+
 // A butterfly over `width` lanes (a power of two) in the canonical order: the
 // top `spread` lane bits from the highest down, then the others from the
 // lowest up. `merge(offset)` combines a lane with its partner at `offset`.
-template <typename Merge>
+// kWarpWide: the caller knows width is 32 (rows of a warp or more), and the
+// five steps are unrolled, the k-th at offset 16 >> k among the top `spread`
+// bits, else 1 << (k - spread): the same order, no loop.
+template <bool kWarpWide = false, typename Merge>
 __device__ __forceinline__ void CanonicalButterfly(int width, int spread, Merge merge) {
-  const int low_width = width >> spread;
-  for (int offset = width / 2; offset >= low_width && offset > 0; offset /= 2) merge(offset);
-  for (int offset = 1; offset < low_width; offset *= 2) merge(offset);
+  if constexpr (kWarpWide) {
+#pragma unroll
+    for (int k = 0; k < 5; ++k) merge(k < spread ? 16 >> k : 1 << (k - spread));
+  } else {
+    const int low_width = width >> spread;
+    for (int offset = width / 2; offset >= low_width && offset > 0; offset /= 2) merge(offset);
+    for (int offset = 1; offset < low_width; offset *= 2) merge(offset);
+  }
 }
 
 // Chan's merge of two halves of n values each (half_weight = 1 / (2 n)):
@@ -420,11 +439,11 @@ __device__ __forceinline__ void ChanMerge(float& sum, float& m2, float other_sum
 // The canonical sum of v over the caller's row group (see above): every
 // thread of the group gets the same bits. Every thread of the block must call
 // it (it synchronizes the block when tpr > 32).
-template <bool kDoubleBuffered>
+template <bool kWarpWide = false, bool kDoubleBuffered>
 __device__ __forceinline__ void CanonicalGroupSum(float& v, int tpr, int spread,
                                                   GroupScratchOf<kDoubleBuffered>& scratch) {
-  CanonicalButterfly(tpr < 32 ? tpr : 32, spread,
-                     [&](int offset) { v += __shfl_xor_sync(0xffffffffu, v, offset); });
+  CanonicalButterfly<kWarpWide>(tpr < 32 ? tpr : 32, spread,
+                                [&](int offset) { v += __shfl_xor_sync(0xffffffffu, v, offset); });
   if (tpr <= 32) return;
   float* buffer = scratch.Next();
   const int warp = threadIdx.x / 32;
@@ -446,7 +465,7 @@ __device__ __forceinline__ void CanonicalGroupSum(float& v, int tpr, int spread,
 // equal halves: they sum the warps' sums s_w, then M2 = sum_w (M2_w +
 // (s_w - n_w m)^2 / n_w) about the mean m = sum * inv_total. Every thread of
 // the block must call it.
-template <bool kDoubleBuffered>
+template <bool kWarpWide = false, bool kDoubleBuffered>
 __device__ __forceinline__ void CanonicalGroupMoments(float& sum, float& m2, int count, int tpr,
                                                       int spread, float inv_total,
                                                       GroupScratchOf<kDoubleBuffered>& scratch) {
@@ -457,7 +476,7 @@ __device__ __forceinline__ void CanonicalGroupMoments(float& sum, float& m2, int
     ChanMerge(sum, m2, other_sum, other_m2, half_weight);
     half_weight *= 0.5f;
   };
-  CanonicalButterfly(tpr < 32 ? tpr : 32, spread, merge);
+  CanonicalButterfly<kWarpWide>(tpr < 32 ? tpr : 32, spread, merge);
   if (tpr <= 32) return;
   float* buffer = scratch.Next();
   const int warp = threadIdx.x / 32;
