@@ -273,9 +273,9 @@ __device__ __forceinline__ int RowGroupOf(int thread, int tpr) {
 // an explicit 1 let ptxas take 123-128 registers where the bare bound gives
 // 78-87 (bench/results/gpu-2026-11-26-round22.md, call 2). kOneRow: a
 // latency-bound launch of full rows of a warp or more, one row per block
-// (grid = rows), whose row is then the block's: addresses formed once per
-// block, in uniform registers, no row-group arithmetic before the row's
-// loads, and the warp's butterflies unrolled.
+// (grid = rows), whose row is then the block's: the row's addresses formed
+// once (Opaque), no row-group arithmetic before the row's loads, and the
+// warp's butterflies unrolled.
 template <typename T, int VEC, int ITERS, bool kPreload, bool kCenter, RowStorage kRow,
           bool kFull = false, int kMinBlocks = 0, bool kOneRow = false>
 __global__ void __launch_bounds__(kMaxThreads, kMinBlocks)

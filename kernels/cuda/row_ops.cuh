@@ -401,7 +401,10 @@ __device__ __forceinline__ int CanonicalPosition(int t, int tpr, int spread) {
 
 // An opaque copy of p: later offsets are added to it as they stand, not
 // folded back into the arithmetic that formed it (a row's base added to each
-// vector's column in 64 bits, on the path to the row's first load).
+// vector's column in 64 bits, on the path to the row's first load). Accesses
+// through it are generic ones; asserting it global (__isGlobal) made them
+// global ones but measured no faster (H200, ncu: fp32 RMSNorm 1 x 4096 3040
+// -> 3168 ns; bench/results/gpu-2026-11-26-round23.md, call 9).
 template <typename P>
 __device__ __forceinline__ P* Opaque(P* p) {
   asm("" : "+l"(p));
