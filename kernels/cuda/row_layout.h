@@ -82,6 +82,36 @@ inline int ItersFor(int64_t vectors, int64_t tpr) {
   return iters;
 }
 
+// Threads per row for `vectors` vectors at `preferred` vectors per thread: a
+// power of two up to a warp, whole warps beyond.
+inline int64_t ThreadsFor(int64_t vectors, int preferred) {
+  const int64_t tpr = (vectors + preferred - 1) / preferred;
+  if (tpr > 32) return (tpr + 31) / 32 * 32;
+  int64_t pow2 = 1;
+  while (pow2 < tpr) pow2 *= 2;
+  return pow2;
+}
+
+// fp32 forward rows of 1024-8192 elements (16-byte vectors) that fewer vectors
+// per thread than 8 fill exactly: 2 per thread up to 2048 elements (128-256
+// threads), 4 beyond (192-512 threads). More threads with fewer loads each, as
+// the peers' fastest fp32 kernels run these rows. Measured against 8 per thread
+// (bench/results/gpu-2026-11-26-round24.md): on the H100 (call 5), RMSNorm
+// 65536 x 1024 183.4 -> 182.5 us, LayerNorm 4096 x 1024 18.2 -> 16.8, add +
+// RMSNorm 32768 x 4096 721.2 -> 716.4, LayerNorm 16384 x 8192 360.5 -> 358.5,
+// 4096 x 5120 62.3 -> 61.5; RMSNorm 4096 x 4096 49.8 -> 50.1 the one loss of
+// a large launch, and launches of 265-528 rows of 2048, no longer
+// latency-bound at 256 threads a row (LatencyBound, forward_launch.cuh):
+// 400 x 2048 RMSNorm 6.7 -> 6.8 us. On the H200 (call 1), RMSNorm 65536 x
+// 1024 133.9 -> 129.5, LayerNorm 32768 x 4096 264.9 -> 262.5, RMSNorm 16384 x
+// 8192 263.9 -> 259.8. Rows these do not fill keep 8 (H200 LayerNorm 4096 x
+// 5000 at 320 threads of 4: 46.8 -> 48.3 us).
+inline int FewerForwardVectors(int64_t hidden, int64_t vectors) {
+  if (hidden < 1024 || hidden > 8192) return 0;
+  const int fewer = hidden <= 2048 ? 2 : 4;
+  return ThreadsFor(vectors, fewer) * fewer == vectors ? fewer : 0;
+}
+
 inline RowLayout ChooseRowLayout(Pass pass, DType dtype, int64_t hidden, bool aligned) {
   RowLayout layout;
   const int full_vec = static_cast<int>(16 / DTypeSize(dtype));
@@ -98,7 +128,8 @@ inline RowLayout ChooseRowLayout(Pass pass, DType dtype, int64_t hidden, bool al
   // Backward keeps dw / db in shared memory but holds x, y, dy as stored plus a
   // prefetched next row, so its fp32 rows get fewer elements per thread.
   // Measured on the H100 (bench/results/gpu-*.md): 16-bit rows with 4 vectors
-  // of 8 per thread in forward beat 8 vectors.
+  // of 8 per thread in forward beat 8 vectors. fp32 forward rows take 8, but
+  // for the rows of 1024-8192 elements that fewer fill (FewerForwardVectors).
   // Two exceptions for 16-bit rows (vec 8), measured on the H100:
   //  - forward: a row that 4 vectors per thread would spread over more than a
   //    kMaxThreads block (hidden > 16384) takes 8 vectors per thread instead.
@@ -125,14 +156,10 @@ inline RowLayout ChooseRowLayout(Pass pass, DType dtype, int64_t hidden, bool al
     if (pass == Pass::kForward && threads_at_4 > kMaxThreads) preferred = 8;
     if (pass == Pass::kBackward && threads_at_2 <= kMaxThreads) preferred = 2;
   }
-  int64_t tpr = (vectors + preferred - 1) / preferred;
-  if (tpr <= 32) {
-    int pow2 = 1;
-    while (pow2 < tpr) pow2 *= 2;
-    tpr = pow2;
-  } else {
-    tpr = (tpr + 31) / 32 * 32;
+  if (pass == Pass::kForward && layout.vec == 4) {
+    if (const int fewer = FewerForwardVectors(hidden, vectors)) preferred = fewer;
   }
+  int64_t tpr = ThreadsFor(vectors, preferred);
   const int max_elems = MaxElemsPerThread(pass, static_cast<int>(DTypeSize(dtype)));
   const int iters = ItersFor(vectors, tpr < kMaxThreads ? tpr : kMaxThreads);
   const bool fits = iters <= 8 && layout.vec * iters <= max_elems;

@@ -105,7 +105,15 @@ TEST(RowLayoutTest, MeasuredChoices) {
       {Pass::kBackward, DType::kBF16, 4096, 256, 2, 1},    // 2 vectors, one block
       {Pass::kBackward, DType::kBF16, 5000, 320, 2, 1},    // 2 vectors, one block
       {Pass::kForward, DType::kBF16, 4096, 128, 4, 1},     // 4 vectors of 8
-      {Pass::kForward, DType::kF32, 4096, 128, 8, 1},      // 8 vectors of 4
+      {Pass::kForward, DType::kF32, 512, 16, 8, 1},        // 8 vectors of 4
+      {Pass::kForward, DType::kF32, 1024, 128, 2, 1},      // fewer: 2 vectors fill it
+      {Pass::kForward, DType::kF32, 1536, 192, 2, 1},      // fewer: 2 vectors
+      {Pass::kForward, DType::kF32, 2048, 256, 2, 1},      // fewer: 2 vectors
+      {Pass::kForward, DType::kF32, 3072, 192, 4, 1},      // fewer: 4 vectors
+      {Pass::kForward, DType::kF32, 4096, 256, 4, 1},      // fewer: 4 vectors
+      {Pass::kForward, DType::kF32, 5000, 160, 8, 1},      // 4 would not fill it: 8
+      {Pass::kForward, DType::kF32, 5120, 320, 4, 1},      // fewer: 4 vectors
+      {Pass::kForward, DType::kF32, 8192, 512, 4, 1},      // fewer: 4 vectors
       {Pass::kForward, DType::kBF16, 12288, 384, 4, 1},    // 4 vectors, one block
       {Pass::kForward, DType::kBF16, 15360, 480, 4, 1},    // 4 vectors, one block
       {Pass::kForward, DType::kBF16, 16384, 512, 4, 1},    // 4 vectors, one block
