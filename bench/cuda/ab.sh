@@ -9,6 +9,7 @@
 # Carry .carry and .devdeps (git-ignored).
 #   OUT=$OUT VARIANTS="a b" SHAPES=32768x4096,1x4096 [OPS=rms_fwd,ln_fwd] bash bench/cuda/ab.sh
 # (OPS_<dtype> / SHAPES_<dtype>, e.g. OPS_fp32, override OPS / SHAPES for that dtype.)
+# BENCH_ARGS: more bench flags, e.g. "--stats 1".
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 export LD_LIBRARY_PATH=$PWD/.devdeps/lib/x86_64-linux-gnu
@@ -45,7 +46,7 @@ for r in a b; do
     B=/tmp/v/$n/b/bench/cuda/normserve_cuda_bench; [[ -x $B ]] || continue
     for dt in ${DTYPES:-bf16 fp32}; do
       ops_of=OPS_$dt; shapes_of=SHAPES_$dt; ops=${!ops_of:-${OPS:-}}
-      timeout 200 $B --dtype $dt --shapes ${!shapes_of:-$SHAPES} --reps ${REPS:-100} ${ops:+--ops $ops} --json "$OUT/ab_${n}_${dt}_$r.jsonl" > /dev/null 2>"$OUT/err_${n}_${dt}_$r.txt" || echo "bench $n $dt $r failed"
+      timeout 200 $B --dtype $dt --shapes ${!shapes_of:-$SHAPES} --reps ${REPS:-100} ${ops:+--ops $ops} ${BENCH_ARGS:-} --json "$OUT/ab_${n}_${dt}_$r.jsonl" > /dev/null 2>"$OUT/err_${n}_${dt}_$r.txt" || echo "bench $n $dt $r failed"
     done
   done
 done

@@ -7,8 +7,9 @@ harnesses differ by up to 3 %: bench/results/gpu-2026-11-25-round19.md). Every o
 against a float32 reference first. Ours goes through libnormserve_peer_shim.so (ctypes), as in
 ours_do_bench.py; FlashInfer through fi_norm.so (bf16 only, in place, as peers_bench.py times it).
 
-Ops: add_rms_fwd (Quack, FlashInfer), add_rms_bwd (Quack's rmsnorm_bwd of a saved p with
-dresidual_out), rms_bwd (Quack's rmsnorm_bwd).
+Ops: rms_fwd, ln_fwd (Quack, Liger, FlashInfer), add_rms_fwd (Quack, Liger, FlashInfer),
+add_rms_bwd (Quack's rmsnorm_bwd of a saved p with dresidual_out), rms_bwd (Quack's rmsnorm_bwd),
+ln_bwd (Quack's layernorm_bwd), as peers_bench.py calls them.
 
   FI_NORM_SO=.peers/fi_norm.so PYTHONPATH=.peers:$SITE \
     python3 bench/cuda/interleaved.py SHIM.so add_rms_bwd:fp32:4096x5000 ...
@@ -46,29 +47,71 @@ class Ours:
         self.mean = torch.empty(m, device="cuda", dtype=torch.float32)
         self.rstd = torch.empty_like(self.mean)
 
-    def forward(self, x, y, w, o, residual_out):
-        return self.lib.normserve_forward(self.code, 0, P(x), P(y), P(w), None, P(o),
-                                          P(residual_out), P(self.mean), P(self.rstd),
+    def forward(self, x, y, w, o, residual_out, b=None):
+        return self.lib.normserve_forward(self.code, int(b is not None), P(x), P(y), P(w), P(b),
+                                          P(o), P(residual_out), P(self.mean), P(self.rstd),
                                           I(self.m), I(self.n), EPS, self.stream)
 
-    def backward(self, p, do, grad_residual, w, dx, dw, ws):
-        return self.lib.normserve_backward(self.code, 0, P(p), P(do), P(grad_residual),
-                                           P(self.mean), P(self.rstd), P(w), P(dx), P(dw), None,
-                                           P(ws), I(self.m), I(self.n), EPS, self.stream)
+    def backward(self, p, do, grad_residual, w, dx, dw, ws, db=None):
+        return self.lib.normserve_backward(self.code, int(db is not None), P(p), P(do),
+                                           P(grad_residual), P(self.mean), P(self.rstd), P(w),
+                                           P(dx), P(dw), P(db), P(ws), I(self.m), I(self.n), EPS,
+                                           self.stream)
+
+
+def fi_lib():
+    return ctypes.CDLL(os.environ.get("FI_NORM_SO", ".peers/fi_norm.so"))
+
+
+def forward_cells(ours, op, dtype, m, n):
+    """rms_fwd / ln_fwd: {peer: (function, max error)}."""
+    from liger_kernel.ops.layer_norm import LigerLayerNormFunction
+    from liger_kernel.ops.rms_norm import LigerRMSNormFunction
+    from quack.rmsnorm import layernorm_fwd, rmsnorm_fwd
+    x, _, w, b, _ = pb.inputs(m, n, dtype)
+    o = torch.empty_like(x)
+    if op == "rms_fwd":
+        ref = pb.rms_ref(x, w)
+        q = lambda: rmsnorm_fwd(x, w, eps=pb.EPS)
+        lg = lambda: LigerRMSNormFunction.apply(x, w, pb.EPS, 0.0, "llama", False)
+        cells = {"quack": (q, pb.err(q()[0], ref)), "liger": (lg, pb.err(lg(), ref))}
+        fi_name, fi_args, bias = "fi_rmsnorm_bf16", (P(x), P(w), P(o)), None
+    else:
+        ref = pb.ln_ref(x, w, b)
+        w32, b32 = w.float(), b.float()
+        q = lambda: layernorm_fwd(x, w32, b32, eps=pb.EPS)
+        lg = lambda: LigerLayerNormFunction.apply(x, w, b, pb.EPS)
+        cells = {"quack": (q, pb.err(q(), ref)), "liger": (lg, pb.err(lg(), ref))}
+        fi_name, fi_args, bias = "fi_layernorm_bf16", (P(x), P(w), P(b), P(o)), b
+    if dtype == torch.bfloat16:
+        fi = getattr(fi_lib(), fi_name)
+        f = lambda: fi(*fi_args, m, n, EPS, ours.stream)
+        assert f() == 0
+        cells["flashinfer"] = (f, pb.err(o, ref))
+    f = lambda: ours.forward(x, None, w, o, None, bias)
+    assert f() == 0
+    cells["normserve"] = (f, pb.err(o, ref))
+    return cells
 
 
 def cell(shim, op, dtype, m, n):
     """{peer: (function, max error)} of one cell."""
     from quack.rmsnorm import rmsnorm_bwd, rmsnorm_fwd
-    x, r, w, _, do = pb.inputs(m, n, dtype)
     ours = Ours(shim, dtype, m, n)
+    if op in ("rms_fwd", "ln_fwd"):
+        return forward_cells(ours, op, dtype, m, n)
+    if op == "ln_bwd":
+        return ln_backward_cells(ours, dtype, m, n)
+    x, r, w, _, do = pb.inputs(m, n, dtype)
     o, p = torch.empty_like(x), torch.empty_like(x)
     if op == "add_rms_fwd":
+        from liger_kernel.ops.fused_add_rms_norm import LigerFusedAddRMSNormFunction
         ref = pb.rms_ref(x + r, w)
         q = lambda: rmsnorm_fwd(x, w, residual=r, eps=pb.EPS)
-        cells = {"quack": (q, pb.err(q()[0], ref))}
+        lg = lambda: LigerFusedAddRMSNormFunction.apply(x, r, w, pb.EPS, 0.0, "llama", False)
+        cells = {"quack": (q, pb.err(q()[0], ref)), "liger": (lg, pb.err(lg()[0], ref))}
         if dtype == torch.bfloat16:
-            fi = ctypes.CDLL(os.environ.get("FI_NORM_SO", ".peers/fi_norm.so"))
+            fi = fi_lib()
             xc, rc = x.clone(), r.clone()  # in place: r += x; x = norm(r) * w
             f = lambda: fi.fi_fused_add_rmsnorm_bf16(P(xc), P(rc), P(w), m, n, EPS, ours.stream)
             assert f() == 0
@@ -91,6 +134,26 @@ def cell(shim, op, dtype, m, n):
                      dtype=torch.uint8)
     dx, dw = torch.empty_like(src), torch.empty(n, device="cuda", dtype=torch.float32)
     f = lambda: ours.backward(src, do, dp, w, dx, dw, ws)
+    assert f() == 0
+    return {"quack": (q, pb.err(q()[0], ref)), "normserve": (f, pb.err(dx, ref))}
+
+
+def ln_backward_cells(ours, dtype, m, n):
+    """ln_bwd against Quack's layernorm_bwd (saved mean / rstd; dx checked)."""
+    from quack.rmsnorm import layernorm_bwd, layernorm_fwd
+    x, _, w, b, do = pb.inputs(m, n, dtype)
+    w32, b32 = w.float(), b.float()
+    _, rstd, mean = layernorm_fwd(x, w32, b32, eps=pb.EPS, return_rstd=True, return_mean=True)
+    xs = x.float().requires_grad_()
+    (ref,) = torch.autograd.grad(pb.ln_ref(xs, w, b), [xs], do.float())
+    q = lambda: layernorm_bwd(x, w32, do, rstd, mean)
+    o = torch.empty_like(x)
+    assert ours.forward(x, None, w, o, None, b) == 0  # x's mean / rstd
+    ws = torch.empty(ours.lib.normserve_backward_workspace(ours.code, I(m), I(n)), device="cuda",
+                     dtype=torch.uint8)
+    dx = torch.empty_like(x)
+    dw, db = (torch.empty(n, device="cuda", dtype=torch.float32) for _ in range(2))
+    f = lambda: ours.backward(x, do, None, w, dx, dw, ws, db)
     assert f() == 0
     return {"quack": (q, pb.err(q()[0], ref)), "normserve": (f, pb.err(dx, ref))}
 

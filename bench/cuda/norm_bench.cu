@@ -12,6 +12,10 @@
 // compared with a float64 host computation; the max relative error is printed.
 //
 //   norm_bench [--dtype bf16,fp32] [--shapes 32768x4096,1x4096] [--reps 100] [--json out.jsonl]
+//     [--stats 1]
+// --stats 1: the timed forward also writes each row's mean and rstd, as a
+// forward that saves its statistics for backward does (and as the peers'
+// harness times ours: bench/cuda/ours_do_bench.py).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -304,6 +308,7 @@ int main(int argc, char** argv) {
       "32768x4096,16384x8192,8192x16384,65536x1024,4096x5000,4096x4096,256x4096,1x4096";
   std::string ops = "rms_fwd,ln_fwd,add_rms_fwd,rms_bwd,ln_bwd,add_rms_bwd,add_rms_bwd_xy,copy";
   int reps = 100;
+  bool stats = false;
   std::string json_path;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
@@ -312,6 +317,7 @@ int main(int argc, char** argv) {
     else if (flag == "--ops") ops = argv[i + 1];
     else if (flag == "--reps") reps = std::atoi(argv[i + 1]);
     else if (flag == "--json") json_path = argv[i + 1];
+    else if (flag == "--stats") stats = std::atoi(argv[i + 1]) != 0;
   }
   FILE* json = json_path.empty() ? nullptr : std::fopen(json_path.c_str(), "w");
   cudaDeviceProp prop;
@@ -389,7 +395,7 @@ int main(int argc, char** argv) {
             case Op::kRmsFwd:
             case Op::kLnFwd:
             case Op::kAddRmsFwd:
-              return LaunchForward(MakeForward(op, dtype, m, n, b, false), stream);
+              return LaunchForward(MakeForward(op, dtype, m, n, b, stats), stream);
             default:
               return LaunchBackward(MakeBackward(op, dtype, m, n, b), stream);
           }
