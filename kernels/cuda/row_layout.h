@@ -102,10 +102,12 @@ inline int64_t ThreadsFor(int64_t vectors, int preferred) {
 // 4096 x 5120 62.3 -> 61.5; RMSNorm 4096 x 4096 49.8 -> 50.1 the one loss of
 // a large launch, and launches of 265-528 rows of 2048, no longer
 // latency-bound at 256 threads a row (LatencyBound, forward_launch.cuh):
-// 400 x 2048 RMSNorm 6.7 -> 6.8 us. On the H200 (call 1), RMSNorm 65536 x
-// 1024 133.9 -> 129.5, LayerNorm 32768 x 4096 264.9 -> 262.5, RMSNorm 16384 x
-// 8192 263.9 -> 259.8. Rows these do not fill keep 8 (H200 LayerNorm 4096 x
-// 5000 at 320 threads of 4: 46.8 -> 48.3 us).
+// 400 x 2048 RMSNorm 6.7 -> 6.8 us. On the H200 (call 13), RMSNorm 65536 x
+// 1024 135.1 -> 130.0, LayerNorm 32768 x 4096 266.7 -> 263.9, RMSNorm 16384 x
+// 8192 265.9 -> 261.2; there fused fp32 rows lost (add + RMSNorm 32768 x 4096
+// 520.2 -> 524.0, 16384 x 2048 133.8 -> 135.7), which the H100 ran faster.
+// Rows these do not fill keep 8 (H200 LayerNorm 4096 x 5000 at 320 threads of
+// 4: 46.8 -> 48.3 us, call 1).
 inline int FewerForwardVectors(int64_t hidden, int64_t vectors) {
   if (hidden < 1024 || hidden > 8192) return 0;
   const int fewer = hidden <= 2048 ? 2 : 4;
@@ -151,10 +153,8 @@ inline RowLayout ChooseRowLayout(Pass pass, DType dtype, int64_t hidden, bool al
   //    round7.md).
   int preferred = pass == Pass::kForward && layout.vec != 8 ? 8 : 4;
   if (layout.vec == 8) {
-    const int64_t threads_at_4 = ((vectors + 3) / 4 + 31) / 32 * 32;
-    const int64_t threads_at_2 = (vectors + 1) / 2;
-    if (pass == Pass::kForward && threads_at_4 > kMaxThreads) preferred = 8;
-    if (pass == Pass::kBackward && threads_at_2 <= kMaxThreads) preferred = 2;
+    if (pass == Pass::kForward && ThreadsFor(vectors, 4) > kMaxThreads) preferred = 8;
+    if (pass == Pass::kBackward && ThreadsFor(vectors, 2) <= kMaxThreads) preferred = 2;
   }
   if (pass == Pass::kForward && layout.vec == 4) {
     if (const int fewer = FewerForwardVectors(hidden, vectors)) preferred = fewer;
