@@ -6,6 +6,9 @@ so that a gap of a percent or two is not a difference between machines, runs or 
 harnesses differ by up to 3 %: bench/results/gpu-2026-11-25-round19.md). Every output is checked
 against a float32 reference first. Ours goes through libnormserve_peer_shim.so (ctypes), as in
 ours_do_bench.py; FlashInfer through fi_norm.so (bf16 only, in place, as peers_bench.py times it).
+Forward cells time ours twice: "normserve" writes no statistics, as Quack's and FlashInfer's
+forwards are called; "normserve+stats" also writes rstd (LayerNorm: and mean), as Liger's forwards
+save them for their backward.
 
 Ops: rms_fwd, ln_fwd (Quack, Liger, FlashInfer), add_rms_fwd (Quack, Liger, FlashInfer),
 add_rms_bwd (Quack's rmsnorm_bwd of a saved p with dresidual_out), rms_bwd (Quack's rmsnorm_bwd),
@@ -15,14 +18,39 @@ ln_bwd (Quack's layernorm_bwd), as peers_bench.py calls them.
     python3 bench/cuda/interleaved.py SHIM.so add_rms_bwd:fp32:4096x5000 ...
 
 Prints one JSON row per (cell, round, peer) and writes them to $OUT/interleaved.json.
+  python3 bench/cuda/interleaved.py --table interleaved.json   # the markdown table
 """
 import ctypes
 import json
 import os
+import statistics
 import sys
 
-import peers_bench as pb
-import torch
+# Which of ours each peer is held against: the run that writes what the peer's call writes.
+MATCH = {"liger": "normserve+stats"}
+
+
+def table(path):
+    """Per cell: each peer's median over the rounds, and peer / ours against the matching run of
+    ours (> 1: ours faster)."""
+    cells = {}
+    for row in json.load(open(path)):
+        key = f"{row['op']} {row['dtype']} {row['m']}x{row['n']}"
+        cells.setdefault(key, {}).setdefault(row["peer"], []).append(row["us"])
+    print("| cell | peer: median µs (rounds) | peer µs / ours µs (> 1: ours faster) |\n|---|---|---|")
+    for key, peers in cells.items():
+        med = {p: statistics.median(v) for p, v in peers.items()}
+        times = "; ".join(f"{p} {med[p]:.1f} ({', '.join(map(str, v))})" for p, v in peers.items())
+        ratios = ", ".join(f"{p} {med[p] / med[MATCH.get(p, 'normserve')]:.3f}" for p in peers
+                           if not p.startswith("normserve") and MATCH.get(p, "normserve") in med)
+        print(f"| {key} | {times} | {ratios} |")
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["--table"]:  # no GPU, torch or peers needed
+    sys.exit(table(sys.argv[2]))
+
+import peers_bench as pb  # noqa: E402 (after the table, which needs neither)
+import torch  # noqa: E402
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 DTYPE_CODE = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}  # normserve's DType
@@ -47,10 +75,23 @@ class Ours:
         self.mean = torch.empty(m, device="cuda", dtype=torch.float32)
         self.rstd = torch.empty_like(self.mean)
 
-    def forward(self, x, y, w, o, residual_out, b=None):
+    def forward(self, x, y, w, o, residual_out, b=None, stats=True):
+        """stats: write rstd, and LayerNorm's (b given) mean too."""
+        mean = self.mean if stats and b is not None else None
+        rstd = self.rstd if stats else None
         return self.lib.normserve_forward(self.code, int(b is not None), P(x), P(y), P(w), P(b),
-                                          P(o), P(residual_out), P(self.mean), P(self.rstd),
+                                          P(o), P(residual_out), P(mean), P(rstd),
                                           I(self.m), I(self.n), EPS, self.stream)
+
+    def forward_cells(self, ref, o, *args):
+        """{"normserve": ..., "normserve+stats": ...} of forward(*args), each checked."""
+        cells = {}
+        for name, stats in (("normserve", False), ("normserve+stats", True)):
+            f = lambda stats=stats: self.forward(*args, stats=stats)
+            o.fill_(float("nan"))
+            assert f() == 0
+            cells[name] = (f, pb.err(o, ref))
+        return cells
 
     def backward(self, p, do, grad_residual, w, dx, dw, ws, db=None):
         return self.lib.normserve_backward(self.code, int(db is not None), P(p), P(do),
@@ -88,9 +129,7 @@ def forward_cells(ours, op, dtype, m, n):
         f = lambda: fi(*fi_args, m, n, EPS, ours.stream)
         assert f() == 0
         cells["flashinfer"] = (f, pb.err(o, ref))
-    f = lambda: ours.forward(x, None, w, o, None, bias)
-    assert f() == 0
-    cells["normserve"] = (f, pb.err(o, ref))
+    cells.update(ours.forward_cells(ref, o, x, None, w, o, None, bias))
     return cells
 
 
@@ -116,9 +155,7 @@ def cell(shim, op, dtype, m, n):
             f = lambda: fi.fi_fused_add_rmsnorm_bf16(P(xc), P(rc), P(w), m, n, EPS, ours.stream)
             assert f() == 0
             cells["flashinfer"] = (f, pb.err(xc, ref))
-        f = lambda: ours.forward(x, r, w, o, p)
-        assert f() == 0
-        cells["normserve"] = (f, pb.err(o, ref))
+        cells.update(ours.forward_cells(ref, o, x, r, w, o, p))
         return cells
     residual = op == "add_rms_bwd"
     dp = torch.randn_like(do) if residual else None

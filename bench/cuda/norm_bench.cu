@@ -12,10 +12,17 @@
 // compared with a float64 host computation; the max relative error is printed.
 //
 //   norm_bench [--dtype bf16,fp32] [--shapes 32768x4096,1x4096] [--reps 100] [--json out.jsonl]
-//     [--stats 1]
+//     [--stats 1] [--one-buffer 1] [--queue 1]
 // --stats 1: the timed forward also writes each row's mean and rstd, as a
 // forward that saves its statistics for backward does (and as the peers'
 // harness times ours: bench/cuda/ours_do_bench.py).
+// --queue 1: every repetition is queued before the first is waited for, as
+// do_bench queues them, rather than each waited for before the next.
+// --one-buffer 1: a shape's tensors are carved from one allocation, inputs
+// before outputs, as the CUDA backend places a batch (cuda_backend.cc's
+// Layout), rather than one cudaMalloc each (bench/results/
+// gpu-2026-11-26-round25.md, call 2: forward within 0.5 %, fp32 backward up to
+// 1 % slower).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -126,7 +133,59 @@ struct Buffers {
   float *mean, *rstd, *dw, *db;
   void* ws;
   size_t ws_bytes;
+  void* whole;  // the one allocation of --one-buffer, or null
 };
+
+// A shape's tensors: one cudaMalloc each, or (one_buffer) consecutive
+// 256-byte-aligned regions of one allocation, inputs first.
+Buffers Allocate(int64_t m, int64_t n, size_t elem, size_t ws_bytes, bool one_buffer) {
+  const size_t rows = static_cast<size_t>(m) * n * elem, row = static_cast<size_t>(n) * elem;
+  const size_t stats = static_cast<size_t>(m) * 4, columns = static_cast<size_t>(n) * 4;
+  Buffers b{};
+  b.ws_bytes = ws_bytes;
+  struct Region {
+    void** at;
+    size_t bytes;
+  };
+  const Region regions[] = {{&b.x, rows},
+                            {&b.y, rows},
+                            {&b.dy, rows},
+                            {&b.dres, rows},
+                            {&b.w, row},
+                            {&b.b, row},
+                            {&b.out, rows},
+                            {&b.res, rows},
+                            {reinterpret_cast<void**>(&b.mean), stats},
+                            {reinterpret_cast<void**>(&b.rstd), stats},
+                            {&b.dx, rows},
+                            {reinterpret_cast<void**>(&b.dw), columns},
+                            {reinterpret_cast<void**>(&b.db), columns},
+                            {&b.ws, ws_bytes}};
+  auto aligned = [](size_t bytes) { return (bytes + 255) / 256 * 256; };
+  if (!one_buffer) {
+    for (const Region& r : regions) CHECK_CUDA(cudaMalloc(r.at, r.bytes));
+    return b;
+  }
+  size_t total = 0;
+  for (const Region& r : regions) total += aligned(r.bytes);
+  CHECK_CUDA(cudaMalloc(&b.whole, total));
+  size_t offset = 0;
+  for (const Region& r : regions) {
+    *r.at = static_cast<char*>(b.whole) + offset;
+    offset += aligned(r.bytes);
+  }
+  return b;
+}
+
+void Free(const Buffers& b) {
+  if (b.whole != nullptr) {
+    CHECK_CUDA(cudaFree(b.whole));
+    return;
+  }
+  for (void* p : {b.x, b.y, b.out, b.res, b.dy, b.dres, b.dx, b.w, b.b, b.ws})
+    CHECK_CUDA(cudaFree(p));
+  for (float* p : {b.mean, b.rstd, b.dw, b.db}) CHECK_CUDA(cudaFree(p));
+}
 
 enum class Op { kRmsFwd, kLnFwd, kAddRmsFwd, kRmsBwd, kLnBwd, kAddRmsBwd, kAddRmsBwdXy, kCopy };
 const char* OpName(Op op) {
@@ -309,6 +368,8 @@ int main(int argc, char** argv) {
   std::string ops = "rms_fwd,ln_fwd,add_rms_fwd,rms_bwd,ln_bwd,add_rms_bwd,add_rms_bwd_xy,copy";
   int reps = 100;
   bool stats = false;
+  bool one_buffer = false;
+  bool queue = false;
   std::string json_path;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
@@ -318,6 +379,8 @@ int main(int argc, char** argv) {
     else if (flag == "--reps") reps = std::atoi(argv[i + 1]);
     else if (flag == "--json") json_path = argv[i + 1];
     else if (flag == "--stats") stats = std::atoi(argv[i + 1]) != 0;
+    else if (flag == "--one-buffer") one_buffer = std::atoi(argv[i + 1]) != 0;
+    else if (flag == "--queue") queue = std::atoi(argv[i + 1]) != 0;
   }
   FILE* json = json_path.empty() ? nullptr : std::fopen(json_path.c_str(), "w");
   cudaDeviceProp prop;
@@ -342,27 +405,12 @@ int main(int argc, char** argv) {
       const auto mn = Split(shape, 'x');
       const int64_t m = std::atoll(mn[0].c_str()), n = std::atoll(mn[1].c_str());
       const size_t bytes = static_cast<size_t>(m) * n * s;
-      Buffers b{};
-      CHECK_CUDA(cudaMalloc(&b.x, bytes));
-      CHECK_CUDA(cudaMalloc(&b.y, bytes));
-      CHECK_CUDA(cudaMalloc(&b.out, bytes));
-      CHECK_CUDA(cudaMalloc(&b.res, bytes));
-      CHECK_CUDA(cudaMalloc(&b.dy, bytes));
-      CHECK_CUDA(cudaMalloc(&b.dres, bytes));
-      CHECK_CUDA(cudaMalloc(&b.dx, bytes));
-      CHECK_CUDA(cudaMalloc(&b.w, n * s));
-      CHECK_CUDA(cudaMalloc(&b.b, n * s));
-      CHECK_CUDA(cudaMalloc(&b.mean, m * 4));
-      CHECK_CUDA(cudaMalloc(&b.rstd, m * 4));
-      CHECK_CUDA(cudaMalloc(&b.dw, n * 4));
-      CHECK_CUDA(cudaMalloc(&b.db, n * 4));
       const int chunks = [&] {
         SegmentPlan plan;
         plan.rows = m;
         return PlanBackward(dtype, n, true, &plan, 1);
       }();
-      b.ws_bytes = BackwardWorkspaceBytes(n, chunks);
-      CHECK_CUDA(cudaMalloc(&b.ws, b.ws_bytes));
+      Buffers b = Allocate(m, n, s, BackwardWorkspaceBytes(n, chunks), one_buffer);
       const uint64_t seed = m * 7 + n;
       Fill(dtype, b.x, m * n, seed, 0.0f, 1.0f);
       Fill(dtype, b.y, m * n, seed + 1, 0.0f, 1.0f);
@@ -405,15 +453,32 @@ int main(int argc, char** argv) {
         const double err = op == Op::kCopy ? 0.0 : Check(op, dtype, m, n, b);
         for (int i = 0; i < 5; ++i) CHECK_CUDA(call());
         std::vector<float> times;
+        std::vector<cudaEvent_t> starts(queue ? reps : 1, start), stops(queue ? reps : 1, stop);
+        if (queue) {
+          for (int i = 0; i < reps; ++i) {
+            CHECK_CUDA(cudaEventCreate(&starts[i]));
+            CHECK_CUDA(cudaEventCreate(&stops[i]));
+          }
+        }
         for (int i = 0; i < reps; ++i) {
+          const int e = queue ? i : 0;
           CHECK_CUDA(cudaMemsetAsync(flush, i & 0xff, flush_bytes, stream));
-          CHECK_CUDA(cudaEventRecord(start, stream));
+          CHECK_CUDA(cudaEventRecord(starts[e], stream));
           CHECK_CUDA(call());
-          CHECK_CUDA(cudaEventRecord(stop, stream));
-          CHECK_CUDA(cudaEventSynchronize(stop));
-          float ms;
-          CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
-          times.push_back(ms);
+          CHECK_CUDA(cudaEventRecord(stops[e], stream));
+          if (queue && i + 1 < reps) continue;
+          CHECK_CUDA(cudaEventSynchronize(stops[e]));
+          for (int j = queue ? 0 : e; j <= e; ++j) {
+            float ms;
+            CHECK_CUDA(cudaEventElapsedTime(&ms, starts[j], stops[j]));
+            times.push_back(ms);
+          }
+        }
+        if (queue) {
+          for (int i = 0; i < reps; ++i) {
+            CHECK_CUDA(cudaEventDestroy(starts[i]));
+            CHECK_CUDA(cudaEventDestroy(stops[i]));
+          }
         }
         std::sort(times.begin(), times.end());
         const double ms = times[times.size() / 2];
@@ -436,10 +501,7 @@ int main(int argc, char** argv) {
           std::fflush(json);
         }
       }
-      for (void* p : {b.x, b.y, b.out, b.res, b.dy, b.dres, b.dx, b.w, b.b, b.ws}) {
-        CHECK_CUDA(cudaFree(p));
-      }
-      for (float* p : {b.mean, b.rstd, b.dw, b.db}) CHECK_CUDA(cudaFree(p));
+      Free(b);
     }
   }
   if (json != nullptr) std::fclose(json);
