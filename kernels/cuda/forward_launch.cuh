@@ -65,8 +65,11 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
   // A latency-bound launch preloads weight / bias into shared memory while the
   // row is reduced (16-byte vectors only; cp.async).
   const bool preload = kWide && latency_bound;
-  // Only preload instances place a spread row's vectors (ForwardKernel).
-  if (layout.spread > 0 && !preload) return cudaErrorInvalidConfiguration;
+  // Preload instances place a spread row's vectors, and the kSpread ones
+  // (kFusedSpread: 16-bit rows of 4 vectors per thread spread once); the
+  // others place vector `it` at it * tpr + t.
+  constexpr bool kSpreadable = sizeof(T) == 2 && kWide && kIters <= 2;
+  if (layout.spread > 0 && !preload && !kSpreadable) return cudaErrorInvalidConfiguration;
   // 16-bit rows of a launch with neither y nor residual_out are held packed
   // (ForwardRow) at up to 4 vectors per thread: 78 -> 61 registers at 4
   // vectors, so a 512-thread block of 16384-wide rows fits twice per SM
@@ -117,6 +120,13 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
   if constexpr (kWide) {
     if (full) kernel = choose(std::true_type{});
   }
+  if constexpr (kSpreadable) {
+    if (layout.spread > 0 && !preload) {
+      if (!full) return cudaErrorInvalidConfiguration;
+      kernel = &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kFloats, true, 0, false,
+                              true>;
+    }
+  }
   // Plain fp32 rows of 8 vectors per thread over kTwoBlockRowThreads threads
   // or more (hidden 11268-16384) on a device of high bandwidth per SM
   // (HighDramBandwidthPerSm): at their 78-87 registers one block fits an SM,
@@ -164,6 +174,21 @@ cudaError_t LaunchForwardLayout(const ForwardArgs& a, const RowLayout& layout,
   });
 }
 
+// Fused 16-bit launches (with y) of full rows spread each row once
+// (SpreadLayout: twice the threads, half the vectors each, the same bits)
+// where they have at least eight rows per SM: the row's x and y loads and its
+// fp32 p took the 4-vector instance to 86 registers, the 2-vector one takes
+// 62-64. Measured on the H100 (bench/results/gpu-2026-11-26-round25.md, calls
+// 8-9), bf16 add + RMSNorm: 4096 x 1024 16.65 -> 16.15 us, 4096 x 4096
+// 50.25 -> 49.7, 8192 x 2048 50.35 -> 50.0, 32768 x 4096 361.0 -> 360.5,
+// 65536 x 1024 183.35 -> 182.9. Spread twice measured slower than once. Fewer
+// rows per SM are left alone: 528 x 4096 (four per SM) lost, 9.9 -> 10.45 us,
+// where 1024 x 4096 gained, 17.05 -> 16.3; rows in between are unmeasured.
+inline constexpr int kFusedSpread = 1;
+inline bool FusedSpreads(const ForwardArgs& a, int max_chunks) {
+  return a.y != nullptr && a.dtype != DType::kF32 && a.rows >= 4 * int64_t{max_chunks};
+}
+
 template <typename T>
 cudaError_t LaunchForwardTyped(const ForwardArgs& a, cudaStream_t stream) {
   if (a.rows == 0) return cudaSuccess;
@@ -187,6 +212,8 @@ cudaError_t LaunchForwardTyped(const ForwardArgs& a, cudaStream_t stream) {
   }
   if (spread.spread > 0 && LatencyBound(spread, a.rows, max_chunks)) {
     layout = spread;
+  } else if (FusedSpreads(a, max_chunks)) {
+    layout = SpreadLayout(layout, a.hidden, a.norm.stat_len, layout.tpr << kFusedSpread);
   }
   // LayerNorm and RMSNorm are separate instances: RMSNorm's kernels drop the
   // mean (0) at compile time, with the same bits.

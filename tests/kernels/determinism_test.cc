@@ -128,13 +128,16 @@ TEST_P(DeterminismTest, RowsAreBitwiseIdenticalAloneOrBatched) {
 // LayerNorm and RMSNorm, packed (plain) and fp32 (residual) rows. Rows alone
 // are spread all the way; launches of 600 rows not at all (forward_launch.cuh),
 // even at hidden 512; of 200 rows, on a GPU of 132 SMs, part of the way (a
-// bf16 row of 4096 over 256 threads rather than 128 or 512).
+// bf16 row of 4096 over 256 threads rather than 128 or 512). 16-bit rows with
+// a residual in launches of 1200 rows are spread once (kFusedSpread).
 TEST_P(DeterminismTest, FullRowsAreBitwiseIdenticalInSmallAndLargeLaunches) {
   const int64_t d = hidden();
   if (d > 16384) GTEST_SKIP() << "rows this long fill a block unspread";
-  for (const int64_t rows : {600, 200}) {
+  for (const int64_t rows : {600, 200, 1200}) {
     for (bool center : {true, false}) {
       for (bool residual : {false, true}) {
+        // (Only full rows of a power-of-two length are spread.)
+        if (rows == 1200 && (!residual || dtype() == DType::kF32 || (d & (d - 1)) != 0)) continue;
         SCOPED_TRACE(::testing::Message()
                      << "rows " << rows << " center " << center << " residual " << residual);
         NormCase c;
@@ -205,8 +208,14 @@ TEST_P(DeterminismTest, PlainSegmentsAreBitwiseIdenticalNextToResidualOnes) {
   const int64_t d = hidden();
   const size_t e = kernels::DTypeSize(dtype());
   std::mt19937_64 rng(33);
-  {
-    NormCase c = ForwardCase({5, 40});
+  // Next to 5 residual rows, a latency-bound launch; next to 1200, one where
+  // fused 16-bit launches spread their full rows (kFusedSpread,
+  // forward_launch.cuh; fp32 rows, rows longer than 16384 and rows that do not
+  // fill a power-of-two layout never are).
+  for (const int64_t neighbours : {int64_t{5}, int64_t{1200}}) {
+    if (neighbours > 5 && (d > 16384 || dtype() == DType::kF32 || (d & (d - 1)) != 0)) continue;
+    SCOPED_TRACE(::testing::Message() << "next to " << neighbours << " residual rows");
+    NormCase c = ForwardCase({neighbours, 40});
     ForwardData data = MakeForwardData(c, rng);
     ForwardBatch mixed = data.Batch(c);
     mixed.segments[1].y = nullptr;
