@@ -5,6 +5,10 @@ peer's number and ours come from the same timing loop. norm_bench times the same
 CUDA events around one call after a cudaMemsetAsync flush, with a sync after every rep; for ours
 do_bench read 0-3 % higher at the large shapes and 0.5-1 µs at 1-256 rows
 (bench/results/gpu-2026-11-25-round19.md).
+Forwards are timed writing no statistics, as peers_bench.py calls Quack's and FlashInfer's
+(Liger's and torch's kernels write rstd, LayerNorm's mean too: interleaved.py times ours both
+ways). Until round 25 this timed ours writing mean and rstd, 0.5-1.5 % slower at the large bf16
+shapes.
 Each output is checked against a float32 reference first. Records peer "normserve (do_bench)".
 
   PYTHONPATH=.peers python3 bench/cuda/ours_do_bench.py SHIM.so bf16|fp32 [MxN ...]
@@ -41,7 +45,7 @@ def main():
 
         def fwd(center, y, bias, res):
             return lambda: lib.normserve_forward(code, center, P(x), P(y), P(w), P(bias), P(o),
-                                                 P(res), P(mean), P(rstd), I(m), I(n), eps, s)
+                                                 P(res), None, None, I(m), I(n), eps, s)
         for op, center, y, bias, res, ref, nbytes in (
                 ("rms_fwd", 0, None, None, None, lambda: pb.rms_ref(x, w), 2 * mn),
                 ("ln_fwd", 1, None, b, None, lambda: pb.ln_ref(x, w, b), 2 * mn),
