@@ -70,6 +70,13 @@ class DeterminismTest : public BackendTest<DType, int64_t> {
 
   // Rows of the big neighbour segment: enough for the multi-threaded path.
   int64_t BigRows() const { return std::max<int64_t>(3, 300000 / hidden()); }
+  // Whether the CUDA backend spreads this case's full rows in fused launches of
+  // many rows (kFusedSpread, forward_launch.cuh): 16-bit rows of a power-of-two
+  // length up to 16384.
+  bool FusedLaunchesSpread() const {
+    const int64_t d = hidden();
+    return dtype() != DType::kF32 && d <= 16384 && (d & (d - 1)) == 0;
+  }
 
   // Runs row `row` of segment `index` of `batch` (whose data is `s`) alone, as
   // a one-row segment pointing into the same inputs, and expects the bits the
@@ -136,8 +143,7 @@ TEST_P(DeterminismTest, FullRowsAreBitwiseIdenticalInSmallAndLargeLaunches) {
   for (const int64_t rows : {600, 200, 1200}) {
     for (bool center : {true, false}) {
       for (bool residual : {false, true}) {
-        // (Only full rows of a power-of-two length are spread.)
-        if (rows == 1200 && (!residual || dtype() == DType::kF32 || (d & (d - 1)) != 0)) continue;
+        if (rows == 1200 && (!residual || !FusedLaunchesSpread())) continue;
         SCOPED_TRACE(::testing::Message()
                      << "rows " << rows << " center " << center << " residual " << residual);
         NormCase c;
@@ -209,11 +215,9 @@ TEST_P(DeterminismTest, PlainSegmentsAreBitwiseIdenticalNextToResidualOnes) {
   const size_t e = kernels::DTypeSize(dtype());
   std::mt19937_64 rng(33);
   // Next to 5 residual rows, a latency-bound launch; next to 1200, one where
-  // fused 16-bit launches spread their full rows (kFusedSpread,
-  // forward_launch.cuh; fp32 rows, rows longer than 16384 and rows that do not
-  // fill a power-of-two layout never are).
+  // fused launches spread their rows (FusedLaunchesSpread).
   for (const int64_t neighbours : {int64_t{5}, int64_t{1200}}) {
-    if (neighbours > 5 && (d > 16384 || dtype() == DType::kF32 || (d & (d - 1)) != 0)) continue;
+    if (neighbours > 5 && !FusedLaunchesSpread()) continue;
     SCOPED_TRACE(::testing::Message() << "next to " << neighbours << " residual rows");
     NormCase c = ForwardCase({neighbours, 40});
     ForwardData data = MakeForwardData(c, rng);
