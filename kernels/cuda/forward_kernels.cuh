@@ -257,6 +257,13 @@ __device__ __forceinline__ int RowGroupOf(int thread, int tpr) {
   return __float2int_rz(__fdividef(static_cast<float>(thread) + 0.5f, static_cast<float>(tpr)));
 }
 
+// A row's statistics, where the caller asks for them.
+__device__ __forceinline__ void StoreRowStats(const ForwardArgs& a, int64_t row, float mean,
+                                              float rstd) {
+  if (a.mean != nullptr) a.mean[row] = mean;
+  if (a.rstd != nullptr) a.rstd[row] = rstd;
+}
+
 // One row per group of tpr threads, held in registers: read once, written once.
 // kPreload (latency-bound launches, 16-byte vectors; chosen by
 // the launcher): weight and bias are copied into shared memory (cp.async, no
@@ -451,6 +458,23 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocks)
     RowStatsOf<kCenter, VEC, ITERS, kFull>(load_p, tpr, t, d, a.norm, scratch, mean, rstd);
   }
   const float mul = rstd * a.norm.scale;
+  // The row's statistics stored as soon as known by packed rows of up to 2
+  // vectors per thread and bf16 LayerNorm rows of 4, after the output by the
+  // others. Early took those instances' registers down (bf16 LayerNorm at 4
+  // vectors 61 -> 58, most packed rows at 2 vectors 40-64 -> 32-40), and measured
+  // faster on the H200 whether or not the launch stores statistics
+  // (gpu-2026-11-26-round26.md, calls 2-3): bf16 LayerNorm 32768 x 4096
+  // 137.35 -> 134.35 us, 65536 x 1024 72.8 -> 71.0, 16384 x 8192 138.2 ->
+  // 135.35; bf16 RMSNorm 1 x 2048 4.55 -> 4.2. Not fp16 LayerNorm at 4
+  // vectors (50 registers as it is; 8192 x 16384 140.85 -> 143.05), nor
+  // RMSNorm at 4 (56 -> 64 registers, one block fewer per SM: 65536 x 1024
+  // with statistics 71.25 -> 71.7 us), nor rows held as floats (fp32
+  // LayerNorm 8192 x 16384 267.9 -> 270.2).
+  constexpr bool kEarlyStats =
+      kPacked && (ITERS <= 2 || (kCenter && std::is_same_v<T, __nv_bfloat16>));
+  if constexpr (kEarlyStats) {
+    if (live && t == 0) StoreRowStats(a, row, mean, rstd);
+  }
   if constexpr (kPreload) CpAsyncWait<0>();  // this thread's weight / bias copies
 
   // Unpacked rows read from global memory load a vector's parameters before
@@ -520,9 +544,8 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocks)
       store_output(it, col, w[it % 2], b[it % 2]);
     }
   }
-  if (live && t == 0) {
-    if (a.mean != nullptr) a.mean[row] = mean;
-    if (a.rstd != nullptr) a.rstd[row] = rstd;
+  if constexpr (!kEarlyStats) {
+    if (live && t == 0) StoreRowStats(a, row, mean, rstd);
   }
 }
 
@@ -597,10 +620,7 @@ __global__ void __launch_bounds__(kMaxThreads) ForwardStreamKernel(const Forward
       StoreFloatsEither<T>(a.residual_out, base + col, residual_f32, p);
     }
   }
-  if (t == 0) {
-    if (a.mean != nullptr) a.mean[row] = mean;
-    if (a.rstd != nullptr) a.rstd[row] = rstd;
-  }
+  if (t == 0) StoreRowStats(a, row, mean, rstd);
 }
 
 }  // namespace normserve::kernels::cuda

@@ -176,17 +176,24 @@ cudaError_t LaunchForwardLayout(const ForwardArgs& a, const RowLayout& layout,
 
 // Fused 16-bit launches (with y) of full rows spread each row once
 // (SpreadLayout: twice the threads, half the vectors each, the same bits)
-// where they have at least eight rows per SM: the row's x and y loads and its
-// fp32 p took the 4-vector instance to 86 registers, the 2-vector one takes
-// 62-64. Measured on the H100 (bench/results/gpu-2026-11-26-round25.md, calls
-// 8-9), bf16 add + RMSNorm: 4096 x 1024 16.65 -> 16.15 us, 4096 x 4096
-// 50.25 -> 49.7, 8192 x 2048 50.35 -> 50.0, 32768 x 4096 361.0 -> 360.5,
-// 65536 x 1024 183.35 -> 182.9. Spread twice measured slower than once. Fewer
-// rows per SM are left alone: 528 x 4096 (four per SM) lost, 9.9 -> 10.45 us,
-// where 1024 x 4096 gained, 17.05 -> 16.3; rows in between are unmeasured.
+// where they have more than five rows per SM (rows of more than a warp) or
+// at least eight (rows of one warp): the row's x and y loads and its fp32 p
+// took the 4-vector instance to 86 registers, the 2-vector one takes 62-64.
+// Measured on the H100 (bench/results/gpu-2026-11-26-round25.md, calls 8-9),
+// bf16 add + RMSNorm: 4096 x 1024 16.65 -> 16.15 us, 4096 x 4096 50.25 ->
+// 49.7, 8192 x 2048 50.35 -> 50.0, 32768 x 4096 361.0 -> 360.5, 65536 x 1024
+// 183.35 -> 182.9. Spread twice measured slower than once. Five rows per SM:
+// at 86 registers five 128-thread blocks fit an SM, so the unspread launch
+// needs a second wave past them (H200, gpu-2026-11-26-round26.md, calls 1-3:
+// 660 -> 661 rows of 4096 took 9.7 -> 11.0 us, spread 10.75; 700 x 2048
+// 7.85 -> 7.35). Fewer, spread rows lose (600 x 4096 9.2 -> 10.05 us), and
+// so do rows of one warp below eight per SM, which spreading gives a
+// cross-warp reduction (900 x 1024 6.25 -> 6.45).
 inline constexpr int kFusedSpread = 1;
-inline bool FusedSpreads(const ForwardArgs& a, int max_chunks) {
-  return a.y != nullptr && a.dtype != DType::kF32 && a.rows >= 4 * int64_t{max_chunks};
+inline bool FusedSpreads(const ForwardArgs& a, const RowLayout& layout, int max_chunks) {
+  const int64_t sms = max_chunks / 2;
+  const int64_t min_rows = layout.tpr > 32 ? 5 * sms + 1 : 8 * sms;
+  return a.y != nullptr && a.dtype != DType::kF32 && a.rows >= min_rows;
 }
 
 template <typename T>
@@ -212,7 +219,7 @@ cudaError_t LaunchForwardTyped(const ForwardArgs& a, cudaStream_t stream) {
   }
   if (spread.spread > 0 && LatencyBound(spread, a.rows, max_chunks)) {
     layout = spread;
-  } else if (FusedSpreads(a, max_chunks)) {
+  } else if (FusedSpreads(a, layout, max_chunks)) {
     layout = SpreadLayout(layout, a.hidden, a.norm.stat_len, layout.tpr << kFusedSpread);
   }
   // LayerNorm and RMSNorm are separate instances: RMSNorm's kernels drop the
