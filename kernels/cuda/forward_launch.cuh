@@ -186,7 +186,8 @@ cudaError_t LaunchForwardLayout(const ForwardArgs& a, const RowLayout& layout,
 // at 86 registers five 128-thread blocks fit an SM, so the unspread launch
 // needs a second wave past them (H200, gpu-2026-11-26-round26.md, calls 1-3:
 // 660 -> 661 rows of 4096 took 9.7 -> 11.0 us, spread 10.75; 700 x 2048
-// 7.85 -> 7.35). Fewer, spread rows lose (600 x 4096 9.2 -> 10.05 us), and
+// 7.85 -> 7.35; H100, call 8: 661 x 4096 12.85 -> 12.6, 700 x 2048 8.75 ->
+// 8.35). Fewer, spread rows lose (600 x 4096 9.2 -> 10.05 us), and
 // so do rows of one warp below eight per SM, which spreading gives a
 // cross-warp reduction (900 x 1024 6.25 -> 6.45).
 inline constexpr int kFusedSpread = 1;
