@@ -188,12 +188,17 @@ __device__ __forceinline__ void RowStats(const float (&p)[ITERS][VEC], int tpr, 
 //  - kFloats: p = x + y as fp32 registers (p = x where there is no y);
 //  - kPacked (a launch with neither y nor residual_out, 16-bit storage): x as
 //    stored, in half the registers, converted where used: the same bits.
-// (Both once formed x + 0.0f without y, which turns -0 into +0: one more add
-// per value and use on the latency-bound path.)
+//  - kStaged (plain fp32 rows of 8 vectors per thread): x copied into shared
+//    memory (cp.async) and read from there by each pass, so the registers no
+//    longer hold the row and more rows are in flight per SM
+//    (forward_launch.cuh); each thread reads back only what it copied, with
+//    the same arithmetic: the same bits.
+// (kFloats and kPacked once formed x + 0.0f without y, which turns -0 into
+// +0: one more add per value and use on the latency-bound path.)
 // (Fused 16-bit rows once kept p as fp32 in shared memory, for more rows in
 // flight per SM; registers with the residual stored as loaded measured
 // faster: bench/results/gpu-2026-11-25-round21.md.)
-enum class RowStorage { kFloats, kPacked };
+enum class RowStorage { kFloats, kPacked, kStaged };
 
 template <typename T, int VEC, int ITERS, RowStorage kRow>
 struct ForwardRow {
@@ -205,6 +210,14 @@ struct ForwardRow {
   __device__ __forceinline__ void Get(int it, float (&v)[VEC]) const {
 #pragma unroll
     for (int i = 0; i < VEC; ++i) v[i] = p[it][i];
+  }
+};
+template <typename T, int VEC, int ITERS>
+struct ForwardRow<T, VEC, ITERS, RowStorage::kStaged> {
+  const float* first;  // the thread's vector 0, in shared memory
+  int stride;          // floats from one of its vectors to the next
+  __device__ __forceinline__ void Get(int it, float (&v)[VEC]) const {
+    LoadFloats(first + it * stride, v);
   }
 };
 // (Held as Vec: as one 16-byte word per vector, the compiler kept the
@@ -294,6 +307,9 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocks)
   // row's statistics shares two constant-cache lines: see ForwardArgs.)
   constexpr bool kCanonical = ForwardCanonical<VEC, ITERS, kFull>();
   constexpr bool kPacked = kRow == RowStorage::kPacked;
+  constexpr bool kStaged = kRow == RowStorage::kStaged;
+  static_assert(!kStaged || (std::is_same_v<T, float> && VEC == 4 && !kPreload),
+                "staged rows are plain fp32 rows of 16-byte vectors");
   static_assert(!kPacked || sizeof(T) * VEC == 16, "packed rows are 16-byte vectors");
   static_assert(!kPacked || sizeof(T) == 2, "packed rows are 16-bit");
   static_assert(!kOneRow || (kPreload && kFull), "one-row instances are latency-bound, full");
@@ -382,7 +398,24 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocks)
   // each, one memory round trip per vector (bf16 add + RMSNorm 1 x 4096
   // 6.8 -> 5.5 us, 32768 x 4096 367.1 -> 361 us; round9.md).
   auto load_row = [&](auto has_y) {
-    if constexpr (kPacked) {  // held as stored (ForwardRow)
+    if constexpr (kStaged) {  // x into this row group's shared copy (ForwardRow)
+      float* copy =
+          reinterpret_cast<float*>(preloaded) + static_cast<int64_t>(group) * ITERS * tpr * VEC;
+#pragma unroll
+      for (int it = 0; it < ITERS; ++it) {
+        const int col = column(it);
+        if (live && (kFull || col < d)) {
+          CpAsync16Shared(SharedAddress(copy + col), x + col);
+        } else {
+#pragma unroll
+          for (int i = 0; i < VEC; ++i) copy[col + i] = 0.0f;
+        }
+      }
+      CpAsyncCommit();
+      p.first = copy + position * VEC;
+      p.stride = tpr * VEC;
+      CpAsyncWait<0>();
+    } else if constexpr (kPacked) {  // held as stored (ForwardRow)
       // (Through a local array, not loaded into p.raw directly: the direct
       // form changed the packed LayerNorm's registers, 63 -> 100.)
       // Latency-bound (kPreload) instances load a vector as one 16-byte word
@@ -442,8 +475,8 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocks)
       }
     }
   };
-  // Packed launches have no y.
-  if (!kPacked && a.y != nullptr) {
+  // Packed and staged launches have no y.
+  if (!kPacked && !kStaged && a.y != nullptr) {
     load_row(std::true_type{});
   } else {
     load_row(std::false_type{});

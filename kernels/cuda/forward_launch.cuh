@@ -128,28 +128,52 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
     }
   }
   // Plain fp32 rows of 8 vectors per thread over kTwoBlockRowThreads threads
-  // or more (hidden 11268-16384) on a device of high bandwidth per SM
-  // (HighDramBandwidthPerSm): at their 78-87 registers one block fits an SM,
-  // which then waits on each row's reductions with nothing else in flight.
-  // Bounded to 64 registers (8-80 bytes of spill), two fit. Measured on the
-  // H200 (gpu-2026-11-26-round22.md, call 1) at 8192 x 16384: RMSNorm 280.0
-  // -> 270.2 us, LayerNorm 292.9 -> 267.5. Not on the H100 (call 2: 361.0 ->
-  // 375.0, 361.8 -> 370.2), nor for rows of fewer threads, which fit twice as
-  // they are (H200 fp32 RMSNorm 4096 x 5000 45.6 -> 52.5 us bounded), nor for
-  // fused rows (add + RMSNorm 8192 x 16384 525 -> 548.5).
+  // or more (hidden 11268-16384): at their 78-87 registers one block fits an
+  // SM, which then waits on each row's reductions with nothing else in
+  // flight. Staged through shared memory (RowStorage::kStaged: 52-64
+  // registers, a 64 KiB copy of the row), two fit. Measured on the H100
+  // (bench/results/gpu-2026-11-26-round26.md, calls 11-12): LayerNorm
+  // 512 x 16384 33.6 -> 29.6 us, 2048 x 16384 98.9 -> 96.6, 2048 x 12000
+  // 84.0 -> 76.2, 8192 x 16384 361.9 -> 361.7; RMSNorm 512 x 16384 31.2 ->
+  // 28.3, 2048 x 12000 75.5 -> 72.0. On a device of high bandwidth per SM
+  // (HighDramBandwidthPerSm) full LayerNorm rows instead take the register
+  // instance bounded to 64 registers (8-80 bytes of spill), which fits twice
+  // too: on the H200 (call 13) staged LayerNorm measured slower, 8192 x 16384
+  // 266.95 -> 275.1 us, 8192 x 12288 199.95 -> 206.4, where staged RMSNorm
+  // gained (270.2 -> 265.65) and so did LayerNorm's partial rows (2048 x
+  // 12000 68.3 -> 63.7). (Bounded, round22.md: H200 LayerNorm 292.9 -> 267.5
+  // us, H100 361.8 -> 370.2.) Rows of fewer threads fit twice as they are,
+  // and fused rows keep p in registers (bounded: H200 add + RMSNorm 8192 x
+  // 16384 525 -> 548.5).
+  bool staged = false;
   if constexpr (sizeof(T) == 4 && kWide && kIters == 8) {
     if (!preload && a.y == nullptr && a.residual_out == nullptr &&
-        layout.tpr >= kTwoBlockRowThreads && HighDramBandwidthPerSm()) {
-      kernel = full
-                   ? &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kFloats, true, 2>
-                   : &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kFloats, false, 2>;
+        layout.tpr >= kTwoBlockRowThreads) {
+      if (kCenter && full && HighDramBandwidthPerSm()) {
+        if constexpr (kCenter)
+          kernel = &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kFloats, true, 2>;
+      } else {
+        staged = true;
+        kernel = full ? &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kStaged, true>
+                      : &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kStaged, false>;
+      }
     }
   }
   const size_t rows = static_cast<size_t>(layout.rows_per_cta);
   const size_t hidden = static_cast<size_t>(a.hidden);
-  const size_t shared_bytes = preload ? 2 * sizeof(T) * rows * hidden : 0;
+  const size_t padded = static_cast<size_t>(kIters) * layout.tpr * kVec;
+  const size_t shared_bytes = preload  ? 2 * sizeof(T) * rows * hidden
+                              : staged ? sizeof(float) * rows * padded
+                                       : 0;
   if (shared_bytes > 0) {
     if (const cudaError_t err = AllowDynamicShared(kernel, shared_bytes); err != cudaSuccess) {
+      return err;
+    }
+  }
+  if (staged) {
+    if (const cudaError_t err = cudaFuncSetAttribute(
+            kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
+        err != cudaSuccess) {
       return err;
     }
   }

@@ -144,7 +144,9 @@ class ManyRowsTest : public BackendTest<DType, int64_t> {
 // statistics come from one reduction (CanonicalGroupMoments), at 512 over
 // rows spread from 16 threads to 64 (SpreadLayout: DeterminismTest compares
 // them with the unspread groups of 16), at 6144 over 6 warps (not a power of
-// two).
+// two). fp32 rows of 12000 and 16384: 8 vectors per thread over 384 and 512
+// threads, the plain ones staged through shared memory (RowStorage::kStaged),
+// partial and full.
 class ManyRowsForwardTest : public ManyRowsTest {};
 
 TEST_P(ManyRowsForwardTest, EveryRowMatchesReference) {
@@ -154,7 +156,8 @@ TEST_P(ManyRowsForwardTest, EveryRowMatchesReference) {
 INSTANTIATE_TEST_SUITE_P(Kernels, ManyRowsForwardTest,
                          ::testing::Combine(::testing::ValuesIn(BackendNames()), AllDTypes(),
                                             ::testing::Values(int64_t{512}, int64_t{6144},
-                                                              int64_t{10000}, int64_t{20000})),
+                                                              int64_t{10000}, int64_t{12000},
+                                                              int64_t{16384}, int64_t{20000})),
                          SuiteParamName);
 
 // Short rows in launches of so many rows that the CUDA forward is not
