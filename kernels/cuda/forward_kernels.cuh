@@ -295,8 +295,8 @@ __device__ __forceinline__ void StoreRowStats(const ForwardArgs& a, int64_t row,
 // latency-bound launch of full rows of a warp or more, one row per block
 // (grid = rows), whose row is then the block's: the row's addresses formed
 // once (Opaque), no row-group arithmetic before the row's loads, and the
-// warp's butterflies unrolled. kSpread: a fused launch's spread row
-// (kFusedSpread), placed as kPreload instances place it.
+// warp's butterflies unrolled. kSpread: a row of a launch spread once
+// (SpreadsOnce), placed as kPreload instances place it.
 template <typename T, int VEC, int ITERS, bool kPreload, bool kCenter, RowStorage kRow,
           bool kFull = false, int kMinBlocks = 0, bool kOneRow = false, bool kSpread = false>
 __global__ void __launch_bounds__(kMaxThreads, kMinBlocks)
@@ -313,7 +313,7 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocks)
   static_assert(!kPacked || sizeof(T) * VEC == 16, "packed rows are 16-byte vectors");
   static_assert(!kPacked || sizeof(T) == 2, "packed rows are 16-bit");
   static_assert(!kOneRow || (kPreload && kFull), "one-row instances are latency-bound, full");
-  static_assert(!kSpread || (!kPreload && kCanonical), "see kFusedSpread");
+  static_assert(!kSpread || (!kPreload && kCanonical), "see SpreadsOnce");
   // residual_out stored as loaded: in latency-bound launches of at most one
   // block per SM (early_residual), and by the 16-byte-vector 16-bit instances
   // of up to 32 values per thread that are not latency-bound (see the store
@@ -342,8 +342,8 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocks)
                                          : thread / tpr;
   const int t = threadIdx.x - group * tpr;
   // Thread t's vector `it` is the row's vector it * tpr + position. Only
-  // latency-bound (kPreload) launches and fused 16-bit ones (kSpread:
-  // kFusedSpread, forward_launch.cuh) are spread; the others keep position =
+  // latency-bound (kPreload) launches and 16-bit ones of many rows (kSpread:
+  // SpreadsOnce, forward_launch.cuh) are spread; the others keep position =
   // t, and the registers a runtime position took (bf16 RMSNorm at 4 vectors
   // per thread: 56 -> 64).
   const int position =

@@ -66,7 +66,7 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
   // row is reduced (16-byte vectors only; cp.async).
   const bool preload = kWide && latency_bound;
   // Preload instances place a spread row's vectors, and the kSpread ones
-  // (kFusedSpread: 16-bit rows of 4 vectors per thread spread once); the
+  // (SpreadsOnce: 16-bit rows of 4 vectors per thread spread once); the
   // others place vector `it` at it * tpr + t.
   constexpr bool kSpreadable = sizeof(T) == 2 && kWide && kIters <= 2;
   if (layout.spread > 0 && !preload && !kSpreadable) return cudaErrorInvalidConfiguration;
@@ -125,6 +125,11 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
       if (!full) return cudaErrorInvalidConfiguration;
       kernel = &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kFloats, true, 0, false,
                               true>;
+      if constexpr (std::is_same_v<T, __nv_bfloat16>) {  // SpreadsOnce: plain bf16 rows
+        if (packed)
+          kernel = &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kPacked, true, 0,
+                                  false, true>;
+      }
     }
   }
   // Plain fp32 rows of 8 vectors per thread over kTwoBlockRowThreads threads
@@ -214,11 +219,28 @@ cudaError_t LaunchForwardLayout(const ForwardArgs& a, const RowLayout& layout,
 // 8.35). Fewer, spread rows lose (600 x 4096 9.2 -> 10.05 us), and
 // so do rows of one warp below eight per SM, which spreading gives a
 // cross-warp reduction (900 x 1024 6.25 -> 6.45).
-inline constexpr int kFusedSpread = 1;
-inline bool FusedSpreads(const ForwardArgs& a, const RowLayout& layout, int max_chunks) {
+// Plain bf16 rows of up to 128 threads (hidden <= 4096) spread once too in
+// launches of at least 2^25 elements: the packed 2-vector instances take 39-40
+// registers where the 4-vector ones take 56-58, six 256-thread blocks per SM
+// (48 warps) where eight 128-thread blocks were 32. Measured on the H100
+// (round26.md, calls 17-18), LayerNorm 32768 x 4096 183.3 -> 181.5 us (with
+// statistics 184.35 -> 182.45), 65536 x 2048 183.5 -> 181.9, 131072 x 1024
+// 183.0 -> 182.3, 8192 x 4096 50.6 -> 50.15; RMSNorm 32768 x 4096 183.1 ->
+// 182.05. Smaller launches lose to the extra waves and cross-warp reductions
+// (4096 x 1024 10.15 -> 11.15 us, 1056 x 4096 10.85 -> 11.55; 4096 x 4096
+// even); so do rows of 8192 (LayerNorm 16384 x 8192 183.0 -> 184.65) and fp16
+// LayerNorm (16384 x 4096 94.5 -> 94.95), whose packed instance already takes
+// 50 registers.
+inline constexpr int kSpreadOnce = 1;
+inline constexpr int64_t kPlainSpreadElements = int64_t{1} << 25;
+inline bool SpreadsOnce(const ForwardArgs& a, const RowLayout& layout, int max_chunks) {
+  if (a.dtype == DType::kF32) return false;
+  if (a.y == nullptr) {
+    return a.dtype == DType::kBF16 && layout.tpr <= 128 &&
+           a.rows * a.hidden >= kPlainSpreadElements;
+  }
   const int64_t sms = max_chunks / 2;
-  const int64_t min_rows = layout.tpr > 32 ? 5 * sms + 1 : 8 * sms;
-  return a.y != nullptr && a.dtype != DType::kF32 && a.rows >= min_rows;
+  return a.rows >= (layout.tpr > 32 ? 5 * sms + 1 : 8 * sms);
 }
 
 template <typename T>
@@ -244,8 +266,8 @@ cudaError_t LaunchForwardTyped(const ForwardArgs& a, cudaStream_t stream) {
   }
   if (spread.spread > 0 && LatencyBound(spread, a.rows, max_chunks)) {
     layout = spread;
-  } else if (FusedSpreads(a, layout, max_chunks)) {
-    layout = SpreadLayout(layout, a.hidden, a.norm.stat_len, layout.tpr << kFusedSpread);
+  } else if (SpreadsOnce(a, layout, max_chunks)) {
+    layout = SpreadLayout(layout, a.hidden, a.norm.stat_len, layout.tpr << kSpreadOnce);
   }
   // LayerNorm and RMSNorm are separate instances: RMSNorm's kernels drop the
   // mean (0) at compile time, with the same bits.

@@ -234,9 +234,8 @@ NORMSERVE_HOST_DEVICE constexpr int CanonicalLeafVectors(int vec, int iters) {
 // (bench/results/gpu-2026-11-25-round13.md, call 5): bf16 1 x 4096 RMSNorm
 // 4.75 -> 4.45 us, LayerNorm 4.95 -> 4.6; fp32 LayerNorm 5.0 -> 4.75; 1 x 1024
 // bf16 RMSNorm 4.6 -> 4.1, fp32 add + RMSNorm 5.05 -> 4.3; 264 x 1024 fp32
-// add + RMSNorm 6.6 -> 5.9 us. Never past max_tpr threads per row. Fused
-// 16-bit launches of many rows are spread once too (kFusedSpread,
-// forward_launch.cuh).
+// add + RMSNorm 6.6 -> 5.9 us. Never past max_tpr threads per row. 16-bit
+// launches of many rows are spread once too (SpreadsOnce, forward_launch.cuh).
 inline RowLayout SpreadLayout(const RowLayout& layout, int64_t hidden, int64_t stat_len,
                               int64_t max_tpr = kMaxThreads) {
   const bool canonical = layout.vec > 1 &&

@@ -71,11 +71,18 @@ class DeterminismTest : public BackendTest<DType, int64_t> {
   // Rows of the big neighbour segment: enough for the multi-threaded path.
   int64_t BigRows() const { return std::max<int64_t>(3, 300000 / hidden()); }
   // Whether the CUDA backend spreads this case's full rows in fused launches of
-  // many rows (kFusedSpread, forward_launch.cuh): 16-bit rows of a power-of-two
+  // many rows (SpreadsOnce, forward_launch.cuh): 16-bit rows of a power-of-two
   // length up to 16384.
   bool FusedLaunchesSpread() const {
     const int64_t d = hidden();
     return dtype() != DType::kF32 && d <= 16384 && (d & (d - 1)) == 0;
+  }
+  // Rows of a plain launch that the CUDA backend spreads once (SpreadsOnce:
+  // bf16 rows of a power-of-two length up to 4096, 2^25 elements), or 0.
+  int64_t PlainSpreadRows() const {
+    const int64_t d = hidden();
+    const bool spreads = dtype() == DType::kBF16 && d <= 4096 && (d & (d - 1)) == 0;
+    return spreads ? (int64_t{1} << 25) / d : 0;
   }
 
   // Runs row `row` of segment `index` of `batch` (whose data is `s`) alone, as
@@ -136,14 +143,17 @@ TEST_P(DeterminismTest, RowsAreBitwiseIdenticalAloneOrBatched) {
 // are spread all the way; launches of 600 rows not at all (forward_launch.cuh),
 // even at hidden 512; of 200 rows, on a GPU of 132 SMs, part of the way (a
 // bf16 row of 4096 over 256 threads rather than 128 or 512). 16-bit rows with
-// a residual in launches of 1200 rows are spread once (kFusedSpread).
+// a residual in launches of 1200 rows are spread once, and plain bf16 rows in
+// launches of 2^25 elements (SpreadsOnce).
 TEST_P(DeterminismTest, FullRowsAreBitwiseIdenticalInSmallAndLargeLaunches) {
   const int64_t d = hidden();
   if (d > 16384) GTEST_SKIP() << "rows this long fill a block unspread";
-  for (const int64_t rows : {600, 200, 1200}) {
+  const int64_t plain_spread_rows = PlainSpreadRows();
+  for (const int64_t rows : {int64_t{600}, int64_t{200}, int64_t{1200}, plain_spread_rows}) {
     for (bool center : {true, false}) {
       for (bool residual : {false, true}) {
         if (rows == 1200 && (!residual || !FusedLaunchesSpread())) continue;
+        if (rows == plain_spread_rows && (residual || rows == 0)) continue;
         SCOPED_TRACE(::testing::Message()
                      << "rows " << rows << " center " << center << " residual " << residual);
         NormCase c;
