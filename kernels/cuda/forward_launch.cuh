@@ -230,14 +230,17 @@ cudaError_t LaunchForwardLayout(const ForwardArgs& a, const RowLayout& layout,
 // (4096 x 1024 10.15 -> 11.15 us, 1056 x 4096 10.85 -> 11.55; 4096 x 4096
 // even); so do rows of 8192 (LayerNorm 16384 x 8192 183.0 -> 184.65) and fp16
 // LayerNorm (16384 x 4096 94.5 -> 94.95), whose packed instance already takes
-// 50 registers.
+// 50 registers. Not on a device of high bandwidth per SM
+// (HighDramBandwidthPerSm): on the H200 (call 22) LayerNorm 32768 x 4096 took
+// 134.4 -> 157.3 us spread, 131072 x 1024 134.3 -> 158.6, and RMSNorm 134.8 ->
+// 135.8.
 inline constexpr int kSpreadOnce = 1;
 inline constexpr int64_t kPlainSpreadElements = int64_t{1} << 25;
 inline bool SpreadsOnce(const ForwardArgs& a, const RowLayout& layout, int max_chunks) {
   if (a.dtype == DType::kF32) return false;
   if (a.y == nullptr) {
     return a.dtype == DType::kBF16 && layout.tpr <= 128 &&
-           a.rows * a.hidden >= kPlainSpreadElements;
+           a.rows * a.hidden >= kPlainSpreadElements && !HighDramBandwidthPerSm();
   }
   const int64_t sms = max_chunks / 2;
   return a.rows >= (layout.tpr > 32 ? 5 * sms + 1 : 8 * sms);

@@ -78,7 +78,8 @@ class DeterminismTest : public BackendTest<DType, int64_t> {
     return dtype() != DType::kF32 && d <= 16384 && (d & (d - 1)) == 0;
   }
   // Rows of a plain launch that the CUDA backend spreads once (SpreadsOnce:
-  // bf16 rows of a power-of-two length up to 4096, 2^25 elements), or 0.
+  // bf16 rows of a power-of-two length up to 4096, 2^25 elements, on GPUs
+  // such as the H100 but not the H200), or 0.
   int64_t PlainSpreadRows() const {
     const int64_t d = hidden();
     const bool spreads = dtype() == DType::kBF16 && d <= 4096 && (d & (d - 1)) == 0;
