@@ -67,12 +67,30 @@ __host__ __device__ inline int StagedTensors(const BackwardArgs& a) {
 // shared memory; without it, formed from the weight (L2-resident) at each use,
 // the same products. kHeld: see BackwardStagedHeldKernel.
 // The body of the kernels below.
+//
+// kKeep (held layouts, and plain fp32 rows split over a cluster where the
+// registers allow it): scale * w of the thread's columns stays in registers
+// for the whole chunk, and a row's r, dy and dr between its two passes,
+// instead of being read back from shared memory: fewer shared-memory reads
+// where the cluster instances spent their stalls on them (round11.md). They
+// take the registers (up to 128, no spills) but for LayerNorm with a bias,
+// which spills 4-12 bytes with them unless its row fills a cluster of two.
+// The chunk plan's occupancy comes from that instance with bounds tests
+// (BackwardResidentBlocks), which does not keep, so the plan is unchanged.
+// Measured (gpu-2026-11-26-round27.md), fp32 backward, H100 (call 2):
+// RMSNorm 8192 x 16384 557.1 -> 555.4 us, 2048 x 16384 150.6 -> 148.75,
+// 256 x 16384 30.6 -> 29.1, 4096 x 10240 183.25 -> 181.7; LayerNorm 8192 x
+// 16384 562.35 -> 560.65, 256 x 16384 34.8 -> 33.2. H200 (call 1): RMSNorm
+// 8192 x 16384 413.7 -> 410.25, 4096 x 20000 289.2 -> 280.05; LayerNorm 8192
+// x 16384 421.0 -> 415.35.
 template <typename T, int VEC, int ITERS, bool kDb, bool kCenter, int kCtas, bool kFull,
           bool kFused, bool kWeightRow, bool kHeld = false>
 __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const int tpr,
                                                    const int rows_per_cta,
                                                    const int64_t chunk_rows) {
   static_assert(sizeof(T) * VEC == 16, "staged rows move 16-byte vectors");
+  constexpr bool kKeep =
+      kHeld || (kCtas > 1 && sizeof(T) == 4 && !kFused && (!kDb || (kFull && kCtas == 2)));
   AllowDependentLaunch();  // ReducePartialsKernel waits for this grid's end itself
   extern __shared__ __align__(16) unsigned char staged[];
   __shared__ ClusterScratchStorage<kCtas> scratch_storage;
@@ -161,17 +179,17 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
   const SharedFloatRow<VEC> scaled_w{
       reinterpret_cast<float*>(staged + StagedRowsBytes(rows_per_cta, len, sizeof(T), tensors)),
       len};
-  // kHeld: scale * w of the thread's columns in registers for the whole chunk
+  // kKeep: scale * w of the thread's columns in registers for the whole chunk
   // (the padding's: the first column's, as below).
-  float held_sw[kHeld ? ITERS : 1][VEC];
-  if constexpr (kHeld) {
+  float held_sw[kKeep ? ITERS : 1][VEC];
+  if constexpr (kKeep) {
 #pragma unroll
     for (int it = 0; it < ITERS; ++it) {
       const int col = (it * tpr + t) * VEC;
       LoadScaledWeight<T>(a, in_row(it, col) ? col : 0, held_sw[it]);
     }
   }
-  if constexpr (kWeightRow) {
+  if constexpr (kWeightRow && !kKeep) {  // kKeep leaves the launch's row unused
     if (group == 0) {
 #pragma unroll
       for (int it = 0; it < ITERS; ++it) {
@@ -221,7 +239,7 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
       load_p(s, it, r);
       load(s, kDy, it, g);
       // padding: the block's first column's (dy is 0 there)
-      if constexpr (kHeld) {
+      if constexpr (kKeep) {
 #pragma unroll
         for (int i = 0; i < VEC; ++i) sw[i] = held_sw[it][i];
       } else if constexpr (kWeightRow) {
@@ -236,15 +254,15 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
       }
     };
     float sums[3] = {0.0f, 0.0f, 0.0f};
-    // kHeld: the first pass's r, dy and dr stay in registers for the second.
-    constexpr int kHeldIters = kHeld ? ITERS : 1;
-    float held_r[kHeldIters][VEC], held_g[kHeldIters][VEC], held_dr[kHeldIters][VEC];
+    // kKeep: the first pass's r, dy and dr stay in registers for the second.
+    constexpr int kKeptIters = kKeep ? ITERS : 1;
+    float held_r[kKeptIters][VEC], held_g[kKeptIters][VEC], held_dr[kKeptIters][VEC];
 #pragma unroll
     for (int it = 0; it < ITERS; ++it) {
       float r[VEC], g[VEC], dr[VEC];
       r_dr(it, r, g, dr);
       AddDqSums<kCenter>(r, dr, kFull ? 0 : (it * tpr + t) * VEC, kFull ? VEC : k, sums);
-      if constexpr (kHeld) {
+      if constexpr (kKeep) {
 #pragma unroll
         for (int i = 0; i < VEC; ++i) {
           held_r[it][i] = r[i];
@@ -259,7 +277,7 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
       const int col = (it * tpr + t) * VEC;
       if (live && in_row(it, col)) {
         float r[VEC], g[VEC], dr[VEC], dx[VEC];
-        if constexpr (kHeld) {
+        if constexpr (kKeep) {
 #pragma unroll
           for (int i = 0; i < VEC; ++i) {
             r[i] = held_r[it][i];
