@@ -233,13 +233,16 @@ cudaError_t LaunchForwardLayout(const ForwardArgs& a, const RowLayout& layout,
 // 50 registers. Not on a device of high bandwidth per SM
 // (HighDramBandwidthPerSm): on the H200 (call 22) LayerNorm 32768 x 4096 took
 // 134.4 -> 157.3 us spread, 131072 x 1024 134.3 -> 158.6, and RMSNorm 134.8 ->
-// 135.8.
+// 135.8. RMSNorm rows of 8192 (256 threads) spread too: 512-thread rows of 2
+// vectors, as Liger runs them (round27.md, call 11, with statistics): 16384 x
+// 8192 183.2 -> 181.55 us, 8192 x 8192 94.95 -> 94.1, 4096 x 8192 50.65 ->
+// 50.1; LayerNorm rows of 8192 lose (183.2 -> 184.25).
 inline constexpr int kSpreadOnce = 1;
 inline constexpr int64_t kPlainSpreadElements = int64_t{1} << 25;
 inline bool SpreadsOnce(const ForwardArgs& a, const RowLayout& layout, int max_chunks) {
   if (a.dtype == DType::kF32) return false;
   if (a.y == nullptr) {
-    return a.dtype == DType::kBF16 && layout.tpr <= 128 &&
+    return a.dtype == DType::kBF16 && layout.tpr <= (a.norm.center ? 128 : 256) &&
            a.rows * a.hidden >= kPlainSpreadElements && !HighDramBandwidthPerSm();
   }
   const int64_t sms = max_chunks / 2;
