@@ -236,14 +236,19 @@ cudaError_t LaunchForwardLayout(const ForwardArgs& a, const RowLayout& layout,
 // 135.8. RMSNorm rows of 8192 (256 threads) spread too: 512-thread rows of 2
 // vectors, as Liger runs them (round27.md, call 11, with statistics): 16384 x
 // 8192 183.2 -> 181.55 us, 8192 x 8192 94.95 -> 94.1, 4096 x 8192 50.65 ->
-// 50.1; LayerNorm rows of 8192 lose (183.2 -> 184.25).
+// 50.1; LayerNorm rows of 8192 lose (183.2 -> 184.25). On a device of high
+// bandwidth per SM only RMSNorm rows of 64 threads (hidden 2048) gain
+// (round27.md, call 15, H200): 65536 x 2048 133.7 -> 130.1 us, 32768 x 2048
+// 70.5 -> 68.9, 16384 x 2048 37.95 -> 37.1; rows of 32, 128 and 256 threads
+// lose there (131072 x 1024 133.05 -> 135.45, 16384 x 8192 133.8 -> 141.6).
 inline constexpr int kSpreadOnce = 1;
 inline constexpr int64_t kPlainSpreadElements = int64_t{1} << 25;
 inline bool SpreadsOnce(const ForwardArgs& a, const RowLayout& layout, int max_chunks) {
   if (a.dtype == DType::kF32) return false;
   if (a.y == nullptr) {
-    return a.dtype == DType::kBF16 && layout.tpr <= (a.norm.center ? 128 : 256) &&
-           a.rows * a.hidden >= kPlainSpreadElements && !HighDramBandwidthPerSm();
+    if (a.dtype != DType::kBF16 || a.rows * a.hidden < kPlainSpreadElements) return false;
+    if (HighDramBandwidthPerSm()) return !a.norm.center && layout.tpr == 64;
+    return layout.tpr <= (a.norm.center ? 128 : 256);
   }
   const int64_t sms = max_chunks / 2;
   return a.rows >= (layout.tpr > 32 ? 5 * sms + 1 : 8 * sms);

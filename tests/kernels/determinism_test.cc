@@ -79,7 +79,8 @@ class DeterminismTest : public BackendTest<DType, int64_t> {
   }
   // Rows of a plain launch that the CUDA backend spreads once (SpreadsOnce:
   // bf16 rows of a power-of-two length up to 4096, RMSNorm's up to 8192, 2^25
-  // elements, on GPUs such as the H100 but not the H200), or 0.
+  // elements, on GPUs such as the H100; on the H200 RMSNorm rows of 2048
+  // only), or 0.
   int64_t PlainSpreadRows(bool center) const {
     const int64_t d = hidden();
     const bool spreads =
@@ -412,8 +413,9 @@ TEST(CpuDeterminismTest, ResultsDoNotDependOnThreadCount) {
 
 INSTANTIATE_TEST_SUITE_P(Kernels, DeterminismTest,
                          ::testing::Combine(::testing::ValuesIn(BackendNames()), AllDTypes(),
-                                            ::testing::Values(7, 512, 1000, 4096, 5000, 6144, 8192,
-                                                              10000, 16384, 20000, 32768, 40000)),
+                                            ::testing::Values(7, 512, 1000, 2048, 4096, 5000, 6144,
+                                                              8192, 10000, 16384, 20000, 32768,
+                                                              40000)),
                          SuiteParamName);
 
 }  // namespace
