@@ -7,6 +7,7 @@
 
 #include "dispatch.cuh"
 #include "forward_kernels.cuh"
+#include "forward_spread.cuh"
 #include "launch.h"
 #include "row_layout.h"
 
@@ -34,6 +35,34 @@ inline constexpr int kForwardBlockThreads = 128;
 // Plain fp32 rows of at least this many threads may take register-bounded
 // instances (LaunchForwardRegisters).
 inline constexpr int kTwoBlockRowThreads = 384;
+
+// The SpreadRowKernel instance for a plain bf16 row spread once over `tpr`
+// threads, or null where ForwardKernel's spread instance runs it. Every such
+// row on a GPU of high bandwidth per SM (HighDramBandwidthPerSm), where the
+// generic instance lost to the unspread layouts and the lean one wins
+// (bench/results/gpu-2026-11-26-round28.md, call 7, H200, with statistics):
+// RMSNorm 131072 x 1024 135.25 -> 131.9 us, 32768 x 4096 134.3 -> 133.7,
+// 16384 x 4096 70.65 -> 69.3; LayerNorm 131072 x 1024 134.6 -> 131.7, 65536 x
+// 2048 137.25 -> 131.4 (32768 x 4096 134.3 -> 135.05, the one loss). On
+// H100-class GPUs rows of kMaxThreads threads only (hidden 8192), LayerNorm
+// 16384 x 8192 183.75 -> 182.25 us, 8192 x 8192 95.1 -> 94.25 (call 10): there
+// LayerNorm rows of 64-256 threads ran slower lean (call 6: 131072 x 1024
+// 183.1 -> 183.9, 65536 x 2048 183.4 -> 184.1; call 10: 16384 x 4096 94.2 ->
+// 94.8), RMSNorm rows even.
+template <typename T, int kVec, int kIters, bool kCenter>
+auto* SpreadRowInstance(int tpr) {
+  decltype(&SpreadRowKernel<T, kVec, kIters, kCenter, 64>) kernel = nullptr;
+  if (tpr < kMaxThreads && !HighDramBandwidthPerSm()) return kernel;
+  auto fixed = [&](auto tpr_constant) {
+    constexpr int kTpr = decltype(tpr_constant)::value;
+    if (tpr == kTpr) kernel = &SpreadRowKernel<T, kVec, kIters, kCenter, kTpr>;
+  };
+  fixed(std::integral_constant<int, 64>{});
+  fixed(std::integral_constant<int, 128>{});
+  fixed(std::integral_constant<int, 256>{});
+  fixed(std::integral_constant<int, 512>{});
+  return kernel;
+}
 
 // A register-kernel launch of the layout's instance (kernel choice below).
 template <typename T, int kVec, int kIters, bool kCenter>
@@ -89,6 +118,16 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
   // kOneRow). At 8 vectors bf16 LayerNorm spilled 200 bytes there, and fp32
   // rows measured slower (H200, ncu: LayerNorm 256 x 8192 6768 -> 7040 ns).
   const bool one_row = layout.rows_per_cta == 1 && layout.tpr >= 32;
+  // SpreadsOnce halves a row's 4 vectors per thread: 2.
+  if constexpr (kSpreadable && kIters == 2 && std::is_same_v<T, __nv_bfloat16>) {
+    if (layout.spread > 0 && !preload && packed && full) {
+      if (auto* lean = SpreadRowInstance<T, kVec, kIters, kCenter>(layout.tpr)) {
+        lean<<<static_cast<unsigned>(blocks), layout.threads(), 0, stream>>>(layout.rows_per_cta,
+                                                                             a);
+        return cudaGetLastError();
+      }
+    }
+  }
   auto choose = [&](auto full_constant) {
     constexpr bool kFull = decltype(full_constant)::value;
     auto* chosen = &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kFloats, kFull>;
@@ -219,36 +258,31 @@ cudaError_t LaunchForwardLayout(const ForwardArgs& a, const RowLayout& layout,
 // 8.35). Fewer, spread rows lose (600 x 4096 9.2 -> 10.05 us), and
 // so do rows of one warp below eight per SM, which spreading gives a
 // cross-warp reduction (900 x 1024 6.25 -> 6.45).
-// Plain bf16 rows of up to 128 threads (hidden <= 4096) spread once too in
+// Plain bf16 rows of up to 256 threads (hidden <= 8192) spread once too in
 // launches of at least 2^25 elements: the packed 2-vector instances take 39-40
 // registers where the 4-vector ones take 56-58, six 256-thread blocks per SM
 // (48 warps) where eight 128-thread blocks were 32. Measured on the H100
 // (round26.md, calls 17-18), LayerNorm 32768 x 4096 183.3 -> 181.5 us (with
 // statistics 184.35 -> 182.45), 65536 x 2048 183.5 -> 181.9, 131072 x 1024
 // 183.0 -> 182.3, 8192 x 4096 50.6 -> 50.15; RMSNorm 32768 x 4096 183.1 ->
-// 182.05. Smaller launches lose to the extra waves and cross-warp reductions
-// (4096 x 1024 10.15 -> 11.15 us, 1056 x 4096 10.85 -> 11.55; 4096 x 4096
-// even); so do rows of 8192 (LayerNorm 16384 x 8192 183.0 -> 184.65) and fp16
-// LayerNorm (16384 x 4096 94.5 -> 94.95), whose packed instance already takes
-// 50 registers. Not on a device of high bandwidth per SM
-// (HighDramBandwidthPerSm): on the H200 (call 22) LayerNorm 32768 x 4096 took
-// 134.4 -> 157.3 us spread, 131072 x 1024 134.3 -> 158.6, and RMSNorm 134.8 ->
-// 135.8. RMSNorm rows of 8192 (256 threads) spread too: 512-thread rows of 2
-// vectors, as Liger runs them (round27.md, call 11, with statistics): 16384 x
-// 8192 183.2 -> 181.55 us, 8192 x 8192 94.95 -> 94.1, 4096 x 8192 50.65 ->
-// 50.1; LayerNorm rows of 8192 lose (183.2 -> 184.25). On a device of high
-// bandwidth per SM only RMSNorm rows of 64 threads (hidden 2048) gain
-// (round27.md, call 15, H200): 65536 x 2048 133.7 -> 130.1 us, 32768 x 2048
-// 70.5 -> 68.9, 16384 x 2048 37.95 -> 37.1; rows of 32, 128 and 256 threads
-// lose there (131072 x 1024 133.05 -> 135.45, 16384 x 8192 133.8 -> 141.6).
-inline constexpr int kSpreadOnce = 1;
+// 182.05; rows of 8192 (512-thread rows of 2 vectors, as Liger runs them;
+// round27.md, call 11, and round28.md, call 10, with SpreadRowKernel): RMSNorm
+// 16384 x 8192 183.2 -> 181.55 us, LayerNorm 183.75 -> 182.25. Smaller
+// launches lose to the extra waves and cross-warp reductions (4096 x 1024
+// 10.15 -> 11.15 us, 1056 x 4096 10.85 -> 11.55; 4096 x 4096 even); so does
+// fp16 LayerNorm (16384 x 4096 94.5 -> 94.95), whose packed instance already
+// takes 50 registers. On a device of high bandwidth per SM
+// (HighDramBandwidthPerSm) rows of 32-128 threads (hidden 1024-4096), which
+// SpreadRowKernel runs there (SpreadRowInstance); rows of 256 threads lose
+// there (round28.md, call 3: RMSNorm 16384 x 8192 134.25 -> 135.5 us,
+// LayerNorm 136.35 -> 143.95).
 inline constexpr int64_t kPlainSpreadElements = int64_t{1} << 25;
 inline bool SpreadsOnce(const ForwardArgs& a, const RowLayout& layout, int max_chunks) {
   if (a.dtype == DType::kF32) return false;
   if (a.y == nullptr) {
     if (a.dtype != DType::kBF16 || a.rows * a.hidden < kPlainSpreadElements) return false;
-    if (HighDramBandwidthPerSm()) return !a.norm.center && layout.tpr == 64;
-    return layout.tpr <= (a.norm.center ? 128 : 256);
+    if (HighDramBandwidthPerSm()) return layout.tpr >= 32 && layout.tpr <= 128;
+    return layout.tpr <= 256;
   }
   const int64_t sms = max_chunks / 2;
   return a.rows >= (layout.tpr > 32 ? 5 * sms + 1 : 8 * sms);

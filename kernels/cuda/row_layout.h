@@ -255,6 +255,10 @@ inline RowLayout SpreadLayout(const RowLayout& layout, int64_t hidden, int64_t s
   return spread;
 }
 
+// How far SpreadsOnce (forward_launch.cuh) spreads 16-bit rows of many-row
+// launches: once, twice the threads of half the vectors.
+inline constexpr int kSpreadOnce = 1;
+
 // Backward chunking: a segment of `rows` rows is cut into this many chunks,
 // one block (or cluster) each. At most `max_chunks` blocks (a multiple of the
 // SM count: one wave of resident blocks), so the fp32 partials stay small next

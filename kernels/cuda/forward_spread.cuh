@@ -1,0 +1,96 @@
+// The forward kernel of plain bf16 rows in launches that spread them once
+// (SpreadsOnce, forward_launch.cuh, where SpreadRowInstance says which): no y,
+// no residual_out, full rows of 16-byte vectors held as loaded, kTpr threads
+// per row known at compile time. ForwardKernel's spread instance runs the
+// same rows with a runtime layout (row groups, positions and reduction loops
+// computed per thread) and every parameter combination behind runtime tests;
+// on the H200 it lost to the unspread layouts where this one wins at most
+// shapes, by up to 6 % (bench/results/gpu-2026-11-26-round28.md, calls 3 and
+// 7). The same arithmetic as ForwardKernel's instances of the row's other
+// layouts (CanonicalRowStats, the same output expression), so the same bits
+// (DeterminismTest).
+#ifndef NORMSERVE_KERNELS_CUDA_FORWARD_SPREAD_CUH_
+#define NORMSERVE_KERNELS_CUDA_FORWARD_SPREAD_CUH_
+
+#include <type_traits>
+
+#include "forward_kernels.cuh"
+
+namespace normserve::kernels::cuda {
+
+template <typename T, int VEC, int ITERS, bool kCenter, int kTpr>
+__global__ void __launch_bounds__(kMaxThreads)
+    SpreadRowKernel(const int rows_per_cta, const ForwardArgs a) {
+  static_assert(sizeof(T) == 2 && sizeof(T) * VEC == 16, "16-bit rows of 16-byte vectors");
+  static_assert(ForwardCanonical<VEC, ITERS, true>(), "canonical rows");
+  __shared__ float scratch_buffers[GroupScratch::kFloats];
+  GroupScratch scratch{scratch_buffers};
+  const int thread = static_cast<int>(threadIdx.x);
+  const int t = thread % kTpr;
+  const int position = CanonicalPosition<kTpr >= 32>(t, kTpr, kSpreadOnce);
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * rows_per_cta + thread / kTpr;
+  const bool live = row < a.rows;
+  const int64_t base = row * a.hidden;
+  const T* x = static_cast<const T*>(a.x) + base + position * VEC;
+  const T* weight = static_cast<const T*>(a.weight);
+  const T* bias = static_cast<const T*>(a.bias);
+  // Vector `it` of a tensor: a constant offset from the thread's first one.
+  auto at = [](auto* first, int it) { return first + it * kTpr * VEC; };
+  auto load_param = [&](const T* param, int it) {
+    return *reinterpret_cast<const uint4*>(at(param + position * VEC, it));
+  };
+
+  uint4 raw[ITERS];
+#pragma unroll
+  for (int it = 0; it < ITERS; ++it) raw[it] = LoadRawOrZero<T, VEC>(at(x, it), live);
+  float mean, rstd;
+  CanonicalRowStats<kCenter, VEC, ITERS, kTpr >= 32>(
+      [&](int it, float(&v)[VEC]) { UnpackRaw<T, VEC>(raw[it], v); }, kTpr, kSpreadOnce, a.norm,
+      scratch, mean, rstd);
+  if (!live) return;
+  if (t == 0) StoreRowStats(a, row, mean, rstd);
+  const float mul = rstd * a.norm.scale;
+  T* const out = static_cast<T*>(a.out) + base + position * VEC;
+  // The output, with which parameters there are known at compile time (as
+  // ForwardKernel's kPreload instances). A vector's parameters are loaded
+  // after the previous vector is stored (plain loads, which the compiler keeps
+  // behind stores that may alias them): loaded through the read-only path
+  // before the first store, they measured slower on the H100
+  // (bench/results/gpu-2026-11-26-round28.md, call 5: LayerNorm 8192 x 8192
+  // 93.4 -> 94.25 us).
+  auto store_row = [&](auto weight_is, auto bias_is) {
+    constexpr bool kWeight = decltype(weight_is)::value == ParamIs::kPresent;
+    constexpr bool kBias = decltype(bias_is)::value == ParamIs::kPresent;
+#pragma unroll
+    for (int it = 0; it < ITERS; ++it) {
+      float v[VEC], w[VEC], b[VEC], o[VEC];
+      UnpackRaw<T, VEC>(raw[it], v);
+      if constexpr (kWeight) {
+        UnpackRaw<T, VEC>(load_param(weight, it), w);
+      } else {
+#pragma unroll
+        for (int i = 0; i < VEC; ++i) w[i] = 1.0f;
+      }
+      if constexpr (kBias) {
+        UnpackRaw<T, VEC>(load_param(bias, it), b);
+      } else {
+#pragma unroll
+        for (int i = 0; i < VEC; ++i) b[i] = 0.0f;
+      }
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) o[i] = (v[i] - mean) * mul * w[i] + b[i];
+      StoreFloats(at(out, it), o);
+    }
+  };
+  using Present = std::integral_constant<ParamIs, ParamIs::kPresent>;
+  using Absent = std::integral_constant<ParamIs, ParamIs::kAbsent>;
+  if (weight != nullptr) {
+    bias != nullptr ? store_row(Present{}, Present{}) : store_row(Present{}, Absent{});
+  } else {
+    bias != nullptr ? store_row(Absent{}, Present{}) : store_row(Absent{}, Absent{});
+  }
+}
+
+}  // namespace normserve::kernels::cuda
+
+#endif  // NORMSERVE_KERNELS_CUDA_FORWARD_SPREAD_CUH_
