@@ -36,7 +36,7 @@ inline constexpr int kForwardBlockThreads = 128;
 // instances (LaunchForwardRegisters).
 inline constexpr int kTwoBlockRowThreads = 384;
 
-// The SpreadRowKernel instance for a plain bf16 row spread once over `tpr`
+// The SpreadRowKernel instance for a plain 16-bit row spread once over `tpr`
 // threads, or null where ForwardKernel's spread instance runs it. Every such
 // row on a GPU of high bandwidth per SM (HighDramBandwidthPerSm), where the
 // generic instance lost to the unspread layouts and the lean one wins
@@ -119,7 +119,7 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
   // rows measured slower (H200, ncu: LayerNorm 256 x 8192 6768 -> 7040 ns).
   const bool one_row = layout.rows_per_cta == 1 && layout.tpr >= 32;
   // SpreadsOnce halves a row's 4 vectors per thread: 2.
-  if constexpr (kSpreadable && kIters == 2 && std::is_same_v<T, __nv_bfloat16>) {
+  if constexpr (kSpreadable && kIters == 2) {
     if (layout.spread > 0 && !preload && packed && full) {
       if (auto* lean = SpreadRowInstance<T, kVec, kIters, kCenter>(layout.tpr)) {
         lean<<<static_cast<unsigned>(blocks), layout.threads(), 0, stream>>>(layout.rows_per_cta,
@@ -273,16 +273,19 @@ cudaError_t LaunchForwardLayout(const ForwardArgs& a, const RowLayout& layout,
 // fp16 LayerNorm (16384 x 4096 94.5 -> 94.95), whose packed instance already
 // takes 50 registers. On a device of high bandwidth per SM
 // (HighDramBandwidthPerSm) rows of 32-128 threads (hidden 1024-4096), which
-// SpreadRowKernel runs there (SpreadRowInstance); rows of 256 threads lose
-// there (round28.md, call 3: RMSNorm 16384 x 8192 134.25 -> 135.5 us,
-// LayerNorm 136.35 -> 143.95).
+// SpreadRowKernel runs there (SpreadRowInstance), fp16 rows too (round28.md,
+// call 12, with statistics: RMSNorm 131072 x 1024 135.5 -> 131.95 us, 65536 x
+// 2048 135.4 -> 131.3, 32768 x 4096 134.25 -> 133.2; LayerNorm 65536 x 2048
+// 135.35 -> 131.25, 32768 x 4096 133.1 -> 133.4); rows of 256 threads lose
+// there (call 3: RMSNorm 16384 x 8192 134.25 -> 135.5 us, LayerNorm 136.35 ->
+// 143.95).
 inline constexpr int64_t kPlainSpreadElements = int64_t{1} << 25;
 inline bool SpreadsOnce(const ForwardArgs& a, const RowLayout& layout, int max_chunks) {
   if (a.dtype == DType::kF32) return false;
   if (a.y == nullptr) {
-    if (a.dtype != DType::kBF16 || a.rows * a.hidden < kPlainSpreadElements) return false;
+    if (a.rows * a.hidden < kPlainSpreadElements) return false;
     if (HighDramBandwidthPerSm()) return layout.tpr >= 32 && layout.tpr <= 128;
-    return layout.tpr <= 256;
+    return a.dtype == DType::kBF16 && layout.tpr <= 256;
   }
   const int64_t sms = max_chunks / 2;
   return a.rows >= (layout.tpr > 32 ? 5 * sms + 1 : 8 * sms);

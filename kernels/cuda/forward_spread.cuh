@@ -1,4 +1,4 @@
-// The forward kernel of plain bf16 rows in launches that spread them once
+// The forward kernel of plain 16-bit rows in launches that spread them once
 // (SpreadsOnce, forward_launch.cuh, where SpreadRowInstance says which): no y,
 // no residual_out, full rows of 16-byte vectors held as loaded, kTpr threads
 // per row known at compile time. ForwardKernel's spread instance runs the

@@ -78,14 +78,14 @@ class DeterminismTest : public BackendTest<DType, int64_t> {
     return dtype() != DType::kF32 && d <= 16384 && (d & (d - 1)) == 0;
   }
   // Rows of a plain launch that the CUDA backend spreads once (SpreadsOnce:
-  // bf16 rows of a power-of-two length up to 8192 in launches of 2^25
-  // elements on GPUs such as the H100, 1024-4096 on the H200), or 0. 0 on the
-  // CPU backend, which has no such launches: the case would only cost CI time
-  // (about 14 s per hidden size).
+  // rows of a power-of-two length in launches of 2^25 elements, bf16 rows up
+  // to 8192 on GPUs such as the H100, 16-bit rows of 1024-4096 on the H200),
+  // or 0. 0 on the CPU backend, which has no such launches: the case would
+  // only cost CI time (about 14 s per hidden size).
   int64_t PlainSpreadRows() const {
     const int64_t d = hidden();
-    const bool spreads = std::get<0>(GetParam()) == "cuda" && dtype() == DType::kBF16 &&
-                         d <= 8192 && (d & (d - 1)) == 0;
+    const bool spreads = std::get<0>(GetParam()) == "cuda" && dtype() != DType::kF32 && d <= 8192 &&
+                         (d & (d - 1)) == 0;
     return spreads ? (int64_t{1} << 25) / d : 0;
   }
 
@@ -147,8 +147,8 @@ TEST_P(DeterminismTest, RowsAreBitwiseIdenticalAloneOrBatched) {
 // are spread all the way; launches of 600 rows not at all (forward_launch.cuh),
 // even at hidden 512; of 200 rows, on a GPU of 132 SMs, part of the way (a
 // bf16 row of 4096 over 256 threads rather than 128 or 512). 16-bit rows with
-// a residual in launches of 1200 rows are spread once, and plain bf16 rows in
-// launches of 2^25 elements (SpreadsOnce).
+// a residual in launches of 1200 rows are spread once, and plain 16-bit rows
+// in launches of 2^25 elements (SpreadsOnce).
 TEST_P(DeterminismTest, FullRowsAreBitwiseIdenticalInSmallAndLargeLaunches) {
   const int64_t d = hidden();
   if (d > 16384) GTEST_SKIP() << "rows this long fill a block unspread";
