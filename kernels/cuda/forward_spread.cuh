@@ -84,10 +84,15 @@ __global__ void __launch_bounds__(kMaxThreads)
   };
   using Present = std::integral_constant<ParamIs, ParamIs::kPresent>;
   using Absent = std::integral_constant<ParamIs, ParamIs::kAbsent>;
-  if (weight != nullptr) {
-    bias != nullptr ? store_row(Present{}, Present{}) : store_row(Present{}, Absent{});
-  } else {
-    bias != nullptr ? store_row(Absent{}, Present{}) : store_row(Absent{}, Absent{});
+  switch ((weight != nullptr ? 2 : 0) | (bias != nullptr ? 1 : 0)) {
+    case 3:
+      return store_row(Present{}, Present{});
+    case 2:
+      return store_row(Present{}, Absent{});
+    case 1:
+      return store_row(Absent{}, Present{});
+    default:
+      return store_row(Absent{}, Absent{});
   }
 }
 
