@@ -17,8 +17,15 @@ ln_bwd (Quack's layernorm_bwd), as peers_bench.py calls them.
   FI_NORM_SO=.peers/fi_norm.so PYTHONPATH=.peers:$SITE \
     python3 bench/cuda/interleaved.py SHIM.so add_rms_bwd:fp32:4096x5000 ...
 
+Each row keeps do_bench's median ("us", the statistic of peers_bench.py) and the mean of the same
+samples ("mean_us"). Event timings on these GPUs move in steps of about 0.64 us (round 29: 0.6-0.7
+us between the rounds of one cell), so a median under ~60 us sits on one of two steps and cannot
+order cells closer than a step (2 % at 30 us); the mean of the samples (10^2-10^3 per call)
+straddles the steps.
+
 Prints one JSON row per (cell, round, peer) and writes them to $OUT/interleaved.json.
-  python3 bench/cuda/interleaved.py --table interleaved.json   # the markdown table
+  python3 bench/cuda/interleaved.py --table interleaved.json ...  # the markdown table
+  python3 bench/cuda/interleaved.py --best interleaved.json ...   # the fastest peer per cell
 """
 import ctypes
 import json
@@ -30,24 +37,56 @@ import sys
 MATCH = {"liger": "normserve+stats"}
 
 
-def table(path):
-    """Per cell: each peer's median over the rounds, and peer / ours against the matching run of
-    ours (> 1: ours faster)."""
-    cells = {}
-    for row in json.load(open(path)):
-        key = f"{row['op']} {row['dtype']} {row['m']}x{row['n']}"
-        cells.setdefault(key, {}).setdefault(row["peer"], []).append(row["us"])
-    print("| cell | peer: median µs (rounds) | peer µs / ours µs (> 1: ours faster) |\n|---|---|---|")
+def ratios(values):
+    """'peer r, ...': peer / ours against the matching run of ours (> 1: ours faster)."""
+    return ", ".join(f"{p} {values[p] / values[MATCH.get(p, 'normserve')]:.3f}" for p in values
+                     if not p.startswith("normserve") and MATCH.get(p, "normserve") in values)
+
+
+def load(paths):
+    """{cell: {peer: [rounds' medians]}} and {cell: {peer: [rounds' means]}} (rows of older files
+    have no means)."""
+    cells, means = {}, {}
+    for path in paths:
+        for row in json.load(open(path)):
+            key = f"{row['op']} {row['dtype']} {row['m']}x{row['n']}"
+            cells.setdefault(key, {}).setdefault(row["peer"], []).append(row["us"])
+            if "mean_us" in row:
+                means.setdefault(key, {}).setdefault(row["peer"], []).append(row["mean_us"])
+    return cells, means
+
+
+def table(paths):
+    """Per cell: each peer's median over the rounds, peer / ours by those medians, and by the
+    rounds' means where the rows have them."""
+    cells, means = load(paths)
+    print("| cell | peer: median µs (rounds) | peer µs / ours µs (> 1: ours faster) "
+          "| the same by means |\n|---|---|---|---|")
     for key, peers in cells.items():
         med = {p: statistics.median(v) for p, v in peers.items()}
         times = "; ".join(f"{p} {med[p]:.1f} ({', '.join(map(str, v))})" for p, v in peers.items())
-        ratios = ", ".join(f"{p} {med[p] / med[MATCH.get(p, 'normserve')]:.3f}" for p in peers
-                           if not p.startswith("normserve") and MATCH.get(p, "normserve") in med)
-        print(f"| {key} | {times} | {ratios} |")
+        by_mean = {p: statistics.median(v) for p, v in means.get(key, {}).items()}
+        print(f"| {key} | {times} | {ratios(med)} | {ratios(by_mean) or '—'} |")
 
 
-if __name__ == "__main__" and sys.argv[1:2] == ["--table"]:  # no GPU, torch or peers needed
-    sys.exit(table(sys.argv[2]))
+def best(paths):
+    """Per cell: ours and the fastest peer by the rounds' means (medians where the rows have no
+    means), best peer / ours by means and by medians (> 1: ours faster)."""
+    cells, means = load(paths)
+    print("| cell | ours µs (mean) | fastest peer | its µs (mean) | peer / ours, means "
+          "| medians |\n|---|---|---|---|---|---|")
+    for key, peers in cells.items():
+        med = {p: statistics.median(v) for p, v in peers.items()}
+        mean = {p: statistics.median(v) for p, v in means.get(key, peers).items()}
+        ours = lambda p: MATCH.get(p, "normserve")
+        peer = min((p for p in mean if not p.startswith("normserve")),
+                   key=lambda p: mean[p] / mean[ours(p)])
+        print(f"| {key} | {mean[ours(peer)]:.2f} | {peer} | {mean[peer]:.2f} "
+              f"| {mean[peer] / mean[ours(peer)]:.3f} | {med[peer] / med[ours(peer)]:.3f} |")
+
+
+if __name__ == "__main__" and sys.argv[1:2] in (["--table"], ["--best"]):  # no GPU or torch
+    sys.exit((table if sys.argv[1] == "--table" else best)(sys.argv[2:]))
 
 import peers_bench as pb  # noqa: E402 (after the table, which needs neither)
 import torch  # noqa: E402
@@ -202,11 +241,18 @@ def main():
     for spec in sys.argv[2:]:
         op, name, shape = spec.split(":")
         m, n = map(int, shape.split("x"))
-        peers = cell(shim, op, DTYPES[name], m, n)
+        try:
+            peers = cell(shim, op, DTYPES[name], m, n)
+        except Exception as exc:  # a peer that cannot run a cell: reported, the others go on
+            print(f"SKIP {spec}: {type(exc).__name__}: {str(exc)[:300]}", file=sys.stderr,
+                  flush=True)
+            continue
         for rnd in range(ROUNDS):
             for peer, (f, error) in peers.items():
+                samples = pb.do_bench(f, warmup=25, rep=100, return_mode="all")
                 row = {"op": op, "dtype": name, "m": m, "n": n, "round": rnd, "peer": peer,
-                       "us": round(pb.bench(f) * 1000, 2), "err": error}
+                       "us": round(statistics.median(samples) * 1000, 2),
+                       "mean_us": round(statistics.fmean(samples) * 1000, 3), "err": error}
                 print(json.dumps(row), flush=True)
                 rows.append(row)
     json.dump(rows, open(os.path.join(os.environ.get("OUT", "."), "interleaved.json"), "w"))
