@@ -37,10 +37,15 @@ import sys
 MATCH = {"liger": "normserve+stats"}
 
 
+def ours_of(peer):
+    """The run of ours that `peer` is held against."""
+    return MATCH.get(peer, "normserve")
+
+
 def ratios(values):
     """'peer r, ...': peer / ours against the matching run of ours (> 1: ours faster)."""
-    return ", ".join(f"{p} {values[p] / values[MATCH.get(p, 'normserve')]:.3f}" for p in values
-                     if not p.startswith("normserve") and MATCH.get(p, "normserve") in values)
+    return ", ".join(f"{p} {values[p] / values[ours_of(p)]:.3f}" for p in values
+                     if not p.startswith("normserve") and ours_of(p) in values)
 
 
 def load(paths):
@@ -78,11 +83,11 @@ def best(paths):
     for key, peers in cells.items():
         med = {p: statistics.median(v) for p, v in peers.items()}
         mean = {p: statistics.median(v) for p, v in means.get(key, peers).items()}
-        ours = lambda p: MATCH.get(p, "normserve")
         peer = min((p for p in mean if not p.startswith("normserve")),
-                   key=lambda p: mean[p] / mean[ours(p)])
-        print(f"| {key} | {mean[ours(peer)]:.2f} | {peer} | {mean[peer]:.2f} "
-              f"| {mean[peer] / mean[ours(peer)]:.3f} | {med[peer] / med[ours(peer)]:.3f} |")
+                   key=lambda p: mean[p] / mean[ours_of(p)])
+        ours = ours_of(peer)
+        print(f"| {key} | {mean[ours]:.2f} | {peer} | {mean[peer]:.2f} "
+              f"| {mean[peer] / mean[ours]:.3f} | {med[peer] / med[ours]:.3f} |")
 
 
 if __name__ == "__main__" and sys.argv[1:2] in (["--table"], ["--best"]):  # no GPU or torch
@@ -243,7 +248,7 @@ def main():
         m, n = map(int, shape.split("x"))
         try:
             peers = cell(shim, op, DTYPES[name], m, n)
-        except Exception as exc:  # a peer that cannot run a cell: reported, the others go on
+        except Exception as exc:  # a cell some peer cannot run: reported, the others go on
             print(f"SKIP {spec}: {type(exc).__name__}: {str(exc)[:300]}", file=sys.stderr,
                   flush=True)
             continue
