@@ -270,6 +270,21 @@ __device__ __forceinline__ int RowGroupOf(int thread, int tpr) {
   return __float2int_rz(__fdividef(static_cast<float>(thread) + 0.5f, static_cast<float>(tpr)));
 }
 
+// One output value: (v - mean) * mul rounded, then times the weight plus the
+// bias in one FMA, every rounding explicit, as every forward kernel forms it.
+// Written as (v - mean) * mul * w + b, the compiler contracted it as it chose
+// per instance: where it knew there is no weight (w = 1 at compile time, and,
+// by the bits, in some instances that test for it at run time), it folded
+// the `* w` away and formed (v - mean) * mul + b in one FMA, one rounding
+// fewer than elsewhere. Rows with a bias and no weight then got other bits
+// alone than in a larger launch (bench/results/gpu-2026-11-26-round29.md,
+// call 25: fp32 rows; round30.md, call 1: fp16 rows of 2048-16384 in
+// launches of 600 rows, which a fix in the compile-time instances alone left
+// failing).
+__device__ __forceinline__ float NormOutput(float v, float mean, float mul, float w, float b) {
+  return __fmaf_rn(__fmul_rn(v - mean, mul), w, b);
+}
+
 // A row's statistics, where the caller asks for them.
 __device__ __forceinline__ void StoreRowStats(const ForwardArgs& a, int64_t row, float mean,
                                               float rstd) {
@@ -525,7 +540,7 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocks)
     float v[VEC], o[VEC];
     p.Get(it, v);
 #pragma unroll
-    for (int i = 0; i < VEC; ++i) o[i] = (v[i] - mean) * mul * w[i] + b[i];
+    for (int i = 0; i < VEC; ++i) o[i] = NormOutput(v[i], mean, mul, w[i], b[i]);
     StoreFloats(out + col, o);
     if (!early && !kPacked && a.residual_out != nullptr) {
       StoreFloatsEither<T>(a.residual_out, base + col, residual_f32, v);
@@ -648,7 +663,7 @@ __global__ void __launch_bounds__(kMaxThreads) ForwardStreamKernel(const Forward
       for (int i = 0; i < VEC; ++i) b[i] = 0.0f;
     }
 #pragma unroll
-    for (int i = 0; i < VEC; ++i) o[i] = (p[i] - mean) * mul * w[i] + b[i];
+    for (int i = 0; i < VEC; ++i) o[i] = NormOutput(p[i], mean, mul, w[i], b[i]);
     StoreFloats(static_cast<T*>(a.out) + base + col, o);
     if (a.residual_out != nullptr) {
       StoreFloatsEither<T>(a.residual_out, base + col, residual_f32, p);

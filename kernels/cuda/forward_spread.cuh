@@ -7,7 +7,7 @@
 // on the H200 it lost to the unspread layouts where this one wins at most
 // shapes, by up to 6 % (bench/results/gpu-2026-11-26-round28.md, calls 3 and
 // 7). The same arithmetic as ForwardKernel's instances of the row's other
-// layouts (CanonicalRowStats, the same output expression), so the same bits
+// layouts (CanonicalRowStats, NormOutput), so the same bits
 // (DeterminismTest).
 #ifndef NORMSERVE_KERNELS_CUDA_FORWARD_SPREAD_CUH_
 #define NORMSERVE_KERNELS_CUDA_FORWARD_SPREAD_CUH_
@@ -78,7 +78,7 @@ __global__ void __launch_bounds__(kMaxThreads)
         for (int i = 0; i < VEC; ++i) b[i] = 0.0f;
       }
 #pragma unroll
-      for (int i = 0; i < VEC; ++i) o[i] = (v[i] - mean) * mul * w[i] + b[i];
+      for (int i = 0; i < VEC; ++i) o[i] = NormOutput(v[i], mean, mul, w[i], b[i]);
       StoreFloats(at(out, it), o);
     }
   };
