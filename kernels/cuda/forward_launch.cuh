@@ -7,7 +7,7 @@
 
 #include "dispatch.cuh"
 #include "forward_kernels.cuh"
-#include "forward_spread.cuh"
+#include "forward_lean.cuh"
 #include "launch.h"
 #include "row_layout.h"
 
@@ -36,7 +36,7 @@ inline constexpr int kForwardBlockThreads = 128;
 // instances (LaunchForwardRegisters).
 inline constexpr int kTwoBlockRowThreads = 384;
 
-// The SpreadRowKernel instance for a plain 16-bit row spread once over `tpr`
+// The LeanRowKernel instance for a plain 16-bit row spread once over `tpr`
 // threads, or null where ForwardKernel's spread instance runs it. Every such
 // row on a GPU of high bandwidth per SM (HighDramBandwidthPerSm), where the
 // generic instance lost to the unspread layouts and the lean one wins
@@ -51,16 +51,42 @@ inline constexpr int kTwoBlockRowThreads = 384;
 // 94.8), RMSNorm rows even.
 template <typename T, int kVec, int kIters, bool kCenter>
 auto* SpreadRowInstance(int tpr) {
-  decltype(&SpreadRowKernel<T, kVec, kIters, kCenter, 64>) kernel = nullptr;
+  decltype(&LeanRowKernel<T, kVec, kIters, kCenter, 64>) kernel = nullptr;
   if (tpr < kMaxThreads && !HighDramBandwidthPerSm()) return kernel;
   auto fixed = [&](auto tpr_constant) {
     constexpr int kTpr = decltype(tpr_constant)::value;
-    if (tpr == kTpr) kernel = &SpreadRowKernel<T, kVec, kIters, kCenter, kTpr>;
+    if (tpr == kTpr) kernel = &LeanRowKernel<T, kVec, kIters, kCenter, kTpr>;
   };
   fixed(std::integral_constant<int, 64>{});
   fixed(std::integral_constant<int, 128>{});
   fixed(std::integral_constant<int, 256>{});
   fixed(std::integral_constant<int, 512>{});
+  return kernel;
+}
+
+// The LeanRowKernel instance (unspread) for a plain fp32 row of 4 vectors per
+// thread over `tpr` threads (FewerForwardVectors: hidden 4096 and 8192), or
+// null where ForwardKernel's instance runs it. On a GPU of high bandwidth per
+// SM (HighDramBandwidthPerSm), in launches of at least kLeanFp32Elements
+// elements: LayerNorm rows, and RMSNorm rows of 256 threads. Measured on the
+// H200 (bench/results/gpu-2026-11-26-round30.md, call 2, with statistics):
+// LayerNorm 16384 x 8192 264.7 -> 262.6 us, 8192 x 8192 135.2 -> 133.7,
+// 4096 x 8192 71.7 -> 70.0, 1024 x 8192 23.4 -> 21.9, 4096 x 4096 38.2 ->
+// 37.2, 2048 x 4096 22.2 -> 21.3; RMSNorm 4096 x 4096 38.0 -> 37.0, 2048 x
+// 4096 21.8 -> 21.0, 8192 x 4096 70.2 -> 69.6; the others within 0.3 %.
+// RMSNorm rows of 8192 lost (round29.md, call 24: 16384 x 8192 260.4 ->
+// 262.45), and so did launches of 1024 x 4096 (LayerNorm 14.25 -> 14.65:
+// 35-40 registers where ForwardKernel takes 64, so a second wave a quarter
+// full where two were nearly so).
+inline constexpr int64_t kLeanFp32Elements = int64_t{1} << 23;
+template <typename T, int kVec, int kIters, bool kCenter>
+auto* LeanFp32Instance(const ForwardArgs& a, int tpr) {
+  decltype(&LeanRowKernel<T, kVec, kIters, kCenter, 256, 0>) kernel = nullptr;
+  if (a.rows * a.hidden < kLeanFp32Elements || !HighDramBandwidthPerSm()) return kernel;
+  if (tpr == 256) kernel = &LeanRowKernel<T, kVec, kIters, kCenter, 256, 0>;
+  if constexpr (kCenter) {
+    if (tpr == 512) kernel = &LeanRowKernel<T, kVec, kIters, kCenter, 512, 0>;
+  }
   return kernel;
 }
 
@@ -122,6 +148,15 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
   if constexpr (kSpreadable && kIters == 2) {
     if (layout.spread > 0 && !preload && packed && full) {
       if (auto* lean = SpreadRowInstance<T, kVec, kIters, kCenter>(layout.tpr)) {
+        lean<<<static_cast<unsigned>(blocks), layout.threads(), 0, stream>>>(layout.rows_per_cta,
+                                                                             a);
+        return cudaGetLastError();
+      }
+    }
+  }
+  if constexpr (sizeof(T) == 4 && kWide && kIters == 4) {
+    if (layout.spread == 0 && !preload && full && a.y == nullptr && a.residual_out == nullptr) {
+      if (auto* lean = LeanFp32Instance<T, kVec, kIters, kCenter>(a, layout.tpr)) {
         lean<<<static_cast<unsigned>(blocks), layout.threads(), 0, stream>>>(layout.rows_per_cta,
                                                                              a);
         return cudaGetLastError();
@@ -266,14 +301,14 @@ cudaError_t LaunchForwardLayout(const ForwardArgs& a, const RowLayout& layout,
 // statistics 184.35 -> 182.45), 65536 x 2048 183.5 -> 181.9, 131072 x 1024
 // 183.0 -> 182.3, 8192 x 4096 50.6 -> 50.15; RMSNorm 32768 x 4096 183.1 ->
 // 182.05; rows of 8192 (512-thread rows of 2 vectors, as Liger runs them;
-// round27.md, call 11, and round28.md, call 10, with SpreadRowKernel): RMSNorm
+// round27.md, call 11, and round28.md, call 10, with LeanRowKernel): RMSNorm
 // 16384 x 8192 183.2 -> 181.55 us, LayerNorm 183.75 -> 182.25. Smaller
 // launches lose to the extra waves and cross-warp reductions (4096 x 1024
 // 10.15 -> 11.15 us, 1056 x 4096 10.85 -> 11.55; 4096 x 4096 even); so does
 // fp16 LayerNorm (16384 x 4096 94.5 -> 94.95), whose packed instance already
 // takes 50 registers. On a device of high bandwidth per SM
 // (HighDramBandwidthPerSm) rows of 32-128 threads (hidden 1024-4096), which
-// SpreadRowKernel runs there (SpreadRowInstance), fp16 rows too (round28.md,
+// LeanRowKernel runs there (SpreadRowInstance), fp16 rows too (round28.md,
 // call 12, with statistics: RMSNorm 131072 x 1024 135.5 -> 131.95 us, 65536 x
 // 2048 135.4 -> 131.3, 32768 x 4096 134.25 -> 133.2; LayerNorm 65536 x 2048
 // 135.35 -> 131.25, 32768 x 4096 133.1 -> 133.4); rows of 256 threads lose

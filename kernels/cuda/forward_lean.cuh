@@ -1,16 +1,20 @@
-// The forward kernel of plain 16-bit rows in launches that spread them once
-// (SpreadsOnce, forward_launch.cuh, where SpreadRowInstance says which): no y,
-// no residual_out, full rows of 16-byte vectors held as loaded, kTpr threads
-// per row known at compile time. ForwardKernel's spread instance runs the
-// same rows with a runtime layout (row groups, positions and reduction loops
-// computed per thread) and every parameter combination behind runtime tests;
-// on the H200 it lost to the unspread layouts where this one wins at most
-// shapes, by up to 6 % (bench/results/gpu-2026-11-26-round28.md, calls 3 and
-// 7). The same arithmetic as ForwardKernel's instances of the row's other
-// layouts (CanonicalRowStats, NormOutput), so the same bits
-// (DeterminismTest).
-#ifndef NORMSERVE_KERNELS_CUDA_FORWARD_SPREAD_CUH_
-#define NORMSERVE_KERNELS_CUDA_FORWARD_SPREAD_CUH_
+// The forward kernel of plain rows that a launch runs with a fixed layout
+// known at compile time: no y, no residual_out, full rows of 16-byte vectors
+// held as loaded, kTpr threads per row placed by kSpread (CanonicalPosition).
+// ForwardKernel runs the same rows with a runtime layout (row groups,
+// positions and reduction loops computed per thread) and every parameter
+// combination behind runtime tests. Two launches take it
+// (forward_launch.cuh): 16-bit rows spread once (SpreadsOnce, where
+// SpreadRowInstance says which; on the H200 ForwardKernel's spread instance
+// lost to the unspread layouts where this one wins at most shapes, by up to
+// 6 %: bench/results/gpu-2026-11-26-round28.md, calls 3 and 7), and fp32 rows
+// of 4 vectors per thread, unspread (LeanFp32Instance; ForwardKernel's
+// instance executed 461 instructions a warp on a row of 8192 where Liger's
+// kernel executes 278: round29.md, call 23). The same arithmetic as
+// ForwardKernel's instances of the row's other layouts (CanonicalRowStats,
+// NormOutput), so the same bits (DeterminismTest).
+#ifndef NORMSERVE_KERNELS_CUDA_FORWARD_LEAN_CUH_
+#define NORMSERVE_KERNELS_CUDA_FORWARD_LEAN_CUH_
 
 #include <type_traits>
 
@@ -18,16 +22,16 @@
 
 namespace normserve::kernels::cuda {
 
-template <typename T, int VEC, int ITERS, bool kCenter, int kTpr>
+template <typename T, int VEC, int ITERS, bool kCenter, int kTpr, int kSpread = kSpreadOnce>
 __global__ void __launch_bounds__(kMaxThreads)
-    SpreadRowKernel(const int rows_per_cta, const ForwardArgs a) {
-  static_assert(sizeof(T) == 2 && sizeof(T) * VEC == 16, "16-bit rows of 16-byte vectors");
+    LeanRowKernel(const int rows_per_cta, const ForwardArgs a) {
+  static_assert(sizeof(T) * VEC == 16, "rows of 16-byte vectors");
   static_assert(ForwardCanonical<VEC, ITERS, true>(), "canonical rows");
   __shared__ float scratch_buffers[GroupScratch::kFloats];
   GroupScratch scratch{scratch_buffers};
   const int thread = static_cast<int>(threadIdx.x);
   const int t = thread % kTpr;
-  const int position = CanonicalPosition<kTpr >= 32>(t, kTpr, kSpreadOnce);
+  const int position = CanonicalPosition<kTpr >= 32>(t, kTpr, kSpread);
   const int64_t row = static_cast<int64_t>(blockIdx.x) * rows_per_cta + thread / kTpr;
   const bool live = row < a.rows;
   const int64_t base = row * a.hidden;
@@ -45,7 +49,7 @@ __global__ void __launch_bounds__(kMaxThreads)
   for (int it = 0; it < ITERS; ++it) raw[it] = LoadRawOrZero<T, VEC>(at(x, it), live);
   float mean, rstd;
   CanonicalRowStats<kCenter, VEC, ITERS, kTpr >= 32>(
-      [&](int it, float(&v)[VEC]) { UnpackRaw<T, VEC>(raw[it], v); }, kTpr, kSpreadOnce, a.norm,
+      [&](int it, float(&v)[VEC]) { UnpackRaw<T, VEC>(raw[it], v); }, kTpr, kSpread, a.norm,
       scratch, mean, rstd);
   if (!live) return;
   if (t == 0) StoreRowStats(a, row, mean, rstd);
@@ -98,4 +102,4 @@ __global__ void __launch_bounds__(kMaxThreads)
 
 }  // namespace normserve::kernels::cuda
 
-#endif  // NORMSERVE_KERNELS_CUDA_FORWARD_SPREAD_CUH_
+#endif  // NORMSERVE_KERNELS_CUDA_FORWARD_LEAN_CUH_
