@@ -77,6 +77,7 @@ class DeterminismTest : public BackendTest<DType, int64_t> {
     const int64_t d = hidden();
     return dtype() != DType::kF32 && d <= 16384 && (d & (d - 1)) == 0;
   }
+  bool OnCuda() const { return std::get<0>(GetParam()) == "cuda"; }
   // Rows of a plain launch that the CUDA backend runs through LeanRowKernel
   // (forward_lean.cuh), or 0: 16-bit rows of a power-of-two length spread once
   // in launches of 2^25 elements (SpreadsOnce: bf16 rows up to 8192 on GPUs
@@ -86,7 +87,7 @@ class DeterminismTest : public BackendTest<DType, int64_t> {
   // time (about 14 s per hidden size).
   int64_t LeanLaunchRows() const {
     const int64_t d = hidden();
-    if (std::get<0>(GetParam()) != "cuda" || d > 8192 || (d & (d - 1)) != 0) return 0;
+    if (!OnCuda() || d > 8192 || (d & (d - 1)) != 0) return 0;
     if (dtype() != DType::kF32) return (int64_t{1} << 25) / d;
     return d >= 4096 ? (int64_t{1} << 23) / d : 0;
   }
@@ -155,7 +156,6 @@ TEST_P(DeterminismTest, FullRowsAreBitwiseIdenticalInSmallAndLargeLaunches) {
   const int64_t d = hidden();
   if (d > 16384) GTEST_SKIP() << "rows this long fill a block unspread";
   const int64_t lean_rows = LeanLaunchRows();
-  const bool cuda = std::get<0>(GetParam()) == "cuda";
   for (bool center : {true, false}) {
     for (const int64_t rows : {int64_t{600}, int64_t{200}, int64_t{1200}, lean_rows}) {
       for (bool residual : {false, true}) {
@@ -169,7 +169,7 @@ TEST_P(DeterminismTest, FullRowsAreBitwiseIdenticalInSmallAndLargeLaunches) {
         // got other bits alone than in a larger launch
         // (gpu-2026-11-26-round29.md, call 25).
         for (bool other_params : {false, true}) {
-          if (other_params && !(rows == 600 && cuda) && rows != lean_rows) continue;
+          if (other_params && !(rows == 600 && OnCuda()) && rows != lean_rows) continue;
           SCOPED_TRACE(::testing::Message()
                        << "rows " << rows << " center " << center << " residual " << residual
                        << " other parameters " << other_params);
