@@ -10,9 +10,10 @@ Forward cells time ours twice: "normserve" writes no statistics, as Quack's and 
 forwards are called; "normserve+stats" also writes rstd (LayerNorm: and mean), as Liger's forwards
 save them for their backward.
 
-Ops: rms_fwd, ln_fwd (Quack, Liger, FlashInfer), add_rms_fwd (Quack, Liger, FlashInfer),
-add_rms_bwd (Quack's rmsnorm_bwd of a saved p with dresidual_out), rms_bwd (Quack's rmsnorm_bwd),
-ln_bwd (Quack's layernorm_bwd), as peers_bench.py calls them.
+Ops: rms_fwd, ln_fwd (Quack, Liger, FlashInfer, torch eager), add_rms_fwd (Quack, Liger,
+FlashInfer, torch.compile), add_rms_bwd (Quack's rmsnorm_bwd of a saved p with dresidual_out),
+rms_bwd (Quack's rmsnorm_bwd, torch's autograd: dx and dw), ln_bwd (Quack's layernorm_bwd, torch's
+autograd: dx, dw and db), as peers_bench.py calls them.
 
   FI_NORM_SO=.peers/fi_norm.so PYTHONPATH=.peers:$SITE \
     python3 bench/cuda/interleaved.py SHIM.so add_rms_bwd:fp32:4096x5000 ...
@@ -95,6 +96,7 @@ if __name__ == "__main__" and sys.argv[1:2] in (["--table"], ["--best"]):  # no 
 
 import peers_bench as pb  # noqa: E402 (after the table, which needs neither)
 import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 DTYPE_CODE = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}  # normserve's DType
@@ -159,14 +161,18 @@ def forward_cells(ours, op, dtype, m, n):
         ref = pb.rms_ref(x, w)
         q = lambda: rmsnorm_fwd(x, w, eps=pb.EPS)
         lg = lambda: LigerRMSNormFunction.apply(x, w, pb.EPS, 0.0, "llama", False)
-        cells = {"quack": (q, pb.err(q()[0], ref)), "liger": (lg, pb.err(lg(), ref))}
+        t = lambda: F.rms_norm(x, (n,), w, pb.EPS)
+        cells = {"quack": (q, pb.err(q()[0], ref)), "liger": (lg, pb.err(lg(), ref)),
+                 "torch": (t, pb.err(t(), ref))}
         fi_name, fi_args, bias = "fi_rmsnorm_bf16", (P(x), P(w), P(o)), None
     else:
         ref = pb.ln_ref(x, w, b)
         w32, b32 = w.float(), b.float()
         q = lambda: layernorm_fwd(x, w32, b32, eps=pb.EPS)
         lg = lambda: LigerLayerNormFunction.apply(x, w, b, pb.EPS)
-        cells = {"quack": (q, pb.err(q(), ref)), "liger": (lg, pb.err(lg(), ref))}
+        t = lambda: F.layer_norm(x, (n,), w, b, pb.EPS)
+        cells = {"quack": (q, pb.err(q(), ref)), "liger": (lg, pb.err(lg(), ref)),
+                 "torch": (t, pb.err(t(), ref))}
         fi_name, fi_args, bias = "fi_layernorm_bf16", (P(x), P(w), P(b), P(o)), b
     if dtype == torch.bfloat16:
         fi = getattr(fi_lib(), fi_name)
@@ -192,7 +198,9 @@ def cell(shim, op, dtype, m, n):
         ref = pb.rms_ref(x + r, w)
         q = lambda: rmsnorm_fwd(x, w, residual=r, eps=pb.EPS)
         lg = lambda: LigerFusedAddRMSNormFunction.apply(x, r, w, pb.EPS, 0.0, "llama", False)
-        cells = {"quack": (q, pb.err(q()[0], ref)), "liger": (lg, pb.err(lg()[0], ref))}
+        tc = lambda: pb._compiled_add_rms(x, r, w)
+        cells = {"quack": (q, pb.err(q()[0], ref)), "liger": (lg, pb.err(lg()[0], ref)),
+                 "torch.compile": (tc, pb.err(tc()[0], ref))}
         if dtype == torch.bfloat16:
             fi = fi_lib()
             xc, rc = x.clone(), r.clone()  # in place: r += x; x = norm(r) * w
@@ -216,7 +224,20 @@ def cell(shim, op, dtype, m, n):
     dx, dw = torch.empty_like(src), torch.empty(n, device="cuda", dtype=torch.float32)
     f = lambda: ours.backward(src, do, dp, w, dx, dw, ws)
     assert f() == 0
-    return {"quack": (q, pb.err(q()[0], ref)), "normserve": (f, pb.err(dx, ref))}
+    cells = {"quack": (q, pb.err(q()[0], ref)), "normserve": (f, pb.err(dx, ref))}
+    if not residual:
+        cells["torch"] = torch_backward(lambda xg, wg: F.rms_norm(xg, (n,), wg, pb.EPS), src, w,
+                                        do, ref)
+    return cells
+
+
+def torch_backward(norm, x, w, do, ref, b=None):
+    """torch's autograd backward of norm(x, w[, b]) (dx, dw[, db]), as peers_bench.py times it:
+    (function, max error of dx)."""
+    leaves = [t.clone().requires_grad_() for t in (x, w) + ((b,) if b is not None else ())]
+    y = norm(*leaves)
+    g = lambda: torch.autograd.grad(y, leaves, do, retain_graph=True)
+    return g, pb.err(g()[0], ref)
 
 
 def ln_backward_cells(ours, dtype, m, n):
@@ -236,7 +257,8 @@ def ln_backward_cells(ours, dtype, m, n):
     dw, db = (torch.empty(n, device="cuda", dtype=torch.float32) for _ in range(2))
     f = lambda: ours.backward(x, do, None, w, dx, dw, ws, db)
     assert f() == 0
-    return {"quack": (q, pb.err(q()[0], ref)), "normserve": (f, pb.err(dx, ref))}
+    t = torch_backward(lambda xg, wg, bg: F.layer_norm(xg, (n,), wg, bg, pb.EPS), x, w, do, ref, b)
+    return {"quack": (q, pb.err(q()[0], ref)), "normserve": (f, pb.err(dx, ref)), "torch": t}
 
 
 def main():

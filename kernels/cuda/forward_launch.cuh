@@ -64,28 +64,81 @@ auto* SpreadRowInstance(int tpr) {
   return kernel;
 }
 
-// The LeanRowKernel instance (unspread) for a plain fp32 row of 4 vectors per
-// thread over `tpr` threads (FewerForwardVectors: hidden 4096 and 8192), or
-// null where ForwardKernel's instance runs it. On a GPU of high bandwidth per
-// SM (HighDramBandwidthPerSm), in launches of at least kLeanFp32Elements
-// elements: LayerNorm rows, and RMSNorm rows of 256 threads. Measured on the
-// H200 (bench/results/gpu-2026-11-26-round30.md, call 2, with statistics):
-// LayerNorm 16384 x 8192 264.7 -> 262.6 us, 8192 x 8192 135.2 -> 133.7,
-// 4096 x 8192 71.7 -> 70.0, 1024 x 8192 23.4 -> 21.9, 4096 x 4096 38.2 ->
-// 37.2, 2048 x 4096 22.2 -> 21.3; RMSNorm 4096 x 4096 38.0 -> 37.0, 2048 x
-// 4096 21.8 -> 21.0, 8192 x 4096 70.2 -> 69.6; the others within 0.3 %.
-// RMSNorm rows of 8192 lost (round29.md, call 24: 16384 x 8192 260.4 ->
-// 262.45), and so did launches of 1024 x 4096 (LayerNorm 14.25 -> 14.65:
-// 35-40 registers where ForwardKernel takes 64, so a second wave a quarter
-// full where two were nearly so).
-inline constexpr int64_t kLeanFp32Elements = int64_t{1} << 23;
-template <typename T, int kVec, int kIters, bool kCenter>
-auto* LeanFp32Instance(const ForwardArgs& a, int tpr) {
+// Whether a launch of `blocks` blocks of `threads` threads runs in fewer
+// waves (blocks that all SMs hold at once: ResidentBlocksPerSm) of `kernel`
+// than of `other`.
+inline bool FewerWaves(const void* kernel, const void* other, int threads, int64_t blocks) {
+  const int64_t sms = MaxChunksPerSegment() / 2;
+  auto waves = [&](const void* k) {
+    const int64_t per_wave = sms * ResidentBlocksPerSm(k, threads);
+    return (blocks + per_wave - 1) / per_wave;
+  };
+  return waves(kernel) < waves(other);
+}
+
+// The LeanRowKernel instance (unspread) for a plain full row of 4 vectors per
+// thread over `tpr` threads, in a launch of `blocks` blocks of `threads`
+// threads that is not latency-bound, or null where ForwardKernel's instance
+// (`generic`) runs it.
+// 16-bit rows of 32-512 threads (hidden 1024-16384), every such launch.
+// Measured on the H100 (bench/results/gpu-2026-11-26-round31.md, call 1,
+// with statistics), bf16 RMSNorm 4096 x 4096 28.1 -> 27.6 us, 2048 x 4096
+// 17.1 -> 16.55, 600 x 4096 8.75 -> 8.4, 4096 x 2048 17.15 -> 16.45, 2048 x
+// 8192 28.75 -> 28.25; LayerNorm 4096 x 4096 28.8 -> 28.45, 4096 x 2048 17.6
+// -> 17.15; rows of 16384 and launches of 8192 x 4096 even. On the H200 (call
+// 2) by up to 7 %: bf16 LayerNorm 8192 x 16384 138.85 -> 133.35 us, 4096 x
+// 16384 74.1 -> 70.8, 2048 x 8192 23.65 -> 22.4, 4096 x 2048 15.05 -> 14.25;
+// RMSNorm 4096 x 2048 14.5 -> 13.45, 4096 x 1024 9.15 -> 8.6; fp16 LayerNorm
+// 8192 x 16384 140.7 -> 133.2, RMSNorm 137.1 -> 132.3; none slower. But fp16
+// RMSNorm rows of 64-256 threads on GPUs such as the H100 (not
+// HighDramBandwidthPerSm; call 3): 4096 x 4096 27.7 -> 28.0 us, 2048 x 8192
+// 27.95 -> 28.2, 8192 x 2048 27.95 -> 28.0, where bf16 gained (28.25 ->
+// 27.65) and fp16 rows of 32 and 512 threads did (8192 x 1024 17.05 ->
+// 16.65).
+// fp32 rows (FewerForwardVectors: hidden 4096 and 8192) where the lean
+// instance's 35-40 registers, against ForwardKernel's 64, take the launch in
+// fewer waves (FewerWaves). Launches of as many waves lost on the H200 (call
+// 2: RMSNorm 1024 x 4096 13.85 -> 14.1 us, LayerNorm 14.15 -> 14.6, 512 x
+// 8192 14.2 -> 14.65) and fewer waves won: on the H100 (call 3) RMSNorm 600 x
+// 4096 12.6 -> 10.85 us (two waves to one), 300 x 8192 13.2 -> 11.35, 1536 x
+// 4096 22.5 -> 21.4, 2048 x 4096 28.0 -> 26.85, 4096 x 4096 50.15 -> 49.05,
+// 1024 x 8192 28.35 -> 27.55, LayerNorm the same (600 x 8192 even); on the
+// H200 (call 2) 600 x 4096 11.0 -> 9.5, RMSNorm 1024 x 8192 22.6 -> 21.65,
+// LayerNorm 16384 x 8192 264.7 -> 262.6 (round30.md, call 2). Rows of 512
+// threads (hidden 8192) lose in launches of more than kLeanFp32WideElements
+// elements, but for LayerNorm on a GPU of high bandwidth per SM
+// (HighDramBandwidthPerSm): H100 RMSNorm 16384 x 8192 358.65 -> 360.45 us,
+// LayerNorm 358.7 -> 360.75 (call 1); H200 RMSNorm 260.4 -> 262.45
+// (round29.md, call 24).
+inline constexpr int64_t kLeanFp32WideElements = int64_t{1} << 25;
+template <typename T, int kVec, int kIters, bool kCenter, typename Generic>
+auto* LeanUnspreadInstance(const ForwardArgs& a, int tpr, int threads, int64_t blocks,
+                           Generic* generic) {
+  static_assert(kIters == 4, "rows of 4 vectors per thread");
   decltype(&LeanRowKernel<T, kVec, kIters, kCenter, 256, 0>) kernel = nullptr;
-  if (a.rows * a.hidden < kLeanFp32Elements || !HighDramBandwidthPerSm()) return kernel;
-  if (tpr == 256) kernel = &LeanRowKernel<T, kVec, kIters, kCenter, 256, 0>;
-  if constexpr (kCenter) {
-    if (tpr == 512) kernel = &LeanRowKernel<T, kVec, kIters, kCenter, 512, 0>;
+  auto fixed = [&](auto tpr_constant) {
+    constexpr int kTpr = decltype(tpr_constant)::value;
+    if (tpr == kTpr) kernel = &LeanRowKernel<T, kVec, kIters, kCenter, kTpr, 0>;
+  };
+  if constexpr (std::is_same_v<T, __half> && !kCenter) {
+    if (tpr >= 64 && tpr <= 256 && !HighDramBandwidthPerSm()) return kernel;
+  }
+  if constexpr (sizeof(T) == 2) {
+    fixed(std::integral_constant<int, 32>{});
+    fixed(std::integral_constant<int, 64>{});
+    fixed(std::integral_constant<int, 128>{});
+  }
+  fixed(std::integral_constant<int, 256>{});
+  fixed(std::integral_constant<int, 512>{});
+  if constexpr (sizeof(T) == 4) {
+    const bool wide_rows_gain = kCenter && HighDramBandwidthPerSm();
+    if (tpr == kMaxThreads && a.rows * a.hidden > kLeanFp32WideElements && !wide_rows_gain) {
+      return decltype(kernel){nullptr};
+    }
+    if (kernel != nullptr && !FewerWaves(reinterpret_cast<const void*>(kernel),
+                                         reinterpret_cast<const void*>(generic), threads, blocks)) {
+      return decltype(kernel){nullptr};
+    }
   }
   return kernel;
 }
@@ -154,9 +207,11 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
       }
     }
   }
-  if constexpr (sizeof(T) == 4 && kWide && kIters == 4) {
+  if constexpr (kWide && kIters == 4) {
     if (layout.spread == 0 && !preload && full && a.y == nullptr && a.residual_out == nullptr) {
-      if (auto* lean = LeanFp32Instance<T, kVec, kIters, kCenter>(a, layout.tpr)) {
+      auto* generic = &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kFloats, true>;
+      if (auto* lean = LeanUnspreadInstance<T, kVec, kIters, kCenter>(
+              a, layout.tpr, layout.threads(), blocks, generic)) {
         lean<<<static_cast<unsigned>(blocks), layout.threads(), 0, stream>>>(layout.rows_per_cta,
                                                                              a);
         return cudaGetLastError();

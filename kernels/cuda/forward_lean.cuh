@@ -7,10 +7,11 @@
 // (forward_launch.cuh): 16-bit rows spread once (SpreadsOnce, where
 // SpreadRowInstance says which; on the H200 ForwardKernel's spread instance
 // lost to the unspread layouts where this one wins at most shapes, by up to
-// 6 %: bench/results/gpu-2026-11-26-round28.md, calls 3 and 7), and fp32 rows
-// of 4 vectors per thread, unspread (LeanFp32Instance; ForwardKernel's
-// instance executed 461 instructions a warp on a row of 8192 where Liger's
-// kernel executes 278: round29.md, call 23). The same arithmetic as
+// 6 %: bench/results/gpu-2026-11-26-round28.md, calls 3 and 7), and rows of 4
+// vectors per thread, unspread (LeanUnspreadInstance: 16-bit rows of hidden
+// 1024-16384, fp32 rows of 4096 and 8192; ForwardKernel's instance executed
+// 461 instructions a warp on an fp32 row of 8192 where Liger's kernel
+// executes 278: round29.md, call 23). The same arithmetic as
 // ForwardKernel's instances of the row's other layouts (CanonicalRowStats,
 // NormOutput), so the same bits (DeterminismTest).
 #ifndef NORMSERVE_KERNELS_CUDA_FORWARD_LEAN_CUH_

@@ -71,6 +71,23 @@ bool HighDramBandwidthPerSm() {
   return gb_per_second / sms >= kHighDramGBPerSecondPerSm;
 }
 
+int ResidentBlocksPerSm(const void* kernel, int threads) {
+  static std::mutex mutex;
+  static std::map<std::tuple<int, const void*, int>, int> cache;
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return 1;
+  const auto key = std::make_tuple(device, kernel, threads);
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (const auto it = cache.find(key); it != cache.end()) return it->second;
+  int blocks = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, 0) != cudaSuccess ||
+      blocks < 1) {
+    blocks = 1;
+  }
+  cache.emplace(key, blocks);
+  return blocks;
+}
+
 int MaxBackwardChunks(DType dtype, int64_t hidden, const RowLayout& layout) {
   // Cached: the occupancy query looks up the kernel's attributes.
   static std::mutex mutex;

@@ -124,6 +124,10 @@ size_t MaxSharedBytesPerBlock();
 // needs more bytes in flight to keep the memory busy.
 inline constexpr double kHighDramGBPerSecondPerSm = 30.0;
 bool HighDramBandwidthPerSm();
+// Blocks of `kernel` (a __global__ function, no dynamic shared memory) that
+// one SM of the current device holds at `threads` threads a block: the
+// occupancy query, cached per device, kernel and block size. At least 1.
+int ResidentBlocksPerSm(const void* kernel, int threads);
 // Most chunks one backward segment of this layout is cut into, in blocks (a
 // row split over a cluster: its blocks): one wave, i.e. the stage-one blocks
 // the device holds at once, at most 2 per SM. A second wave

@@ -82,14 +82,23 @@ class DeterminismTest : public BackendTest<DType, int64_t> {
   // (forward_lean.cuh), or 0: 16-bit rows of a power-of-two length spread once
   // in launches of 2^25 elements (SpreadsOnce: bf16 rows up to 8192 on GPUs
   // such as the H100, 16-bit rows of 1024-4096 on the H200), and fp32 rows of
-  // 4096 and 8192 in launches of 2^23 (LeanFp32Instance, on the H200). 0 on
-  // the CPU backend, which has no such launches: the case would only cost CI
-  // time (about 14 s per hidden size).
+  // 4096 and 8192 in launches of 2^23 (LeanUnspreadInstance). (The launches of
+  // 600 rows are lean too, unspread, at hidden 1024-16384.) 0 on the CPU
+  // backend, which has no such launches: the case would only cost CI time
+  // (about 14 s per hidden size).
   int64_t LeanLaunchRows() const {
     const int64_t d = hidden();
     if (!OnCuda() || d > 8192 || (d & (d - 1)) != 0) return 0;
     if (dtype() != DType::kF32) return (int64_t{1} << 25) / d;
     return d >= 4096 ? (int64_t{1} << 23) / d : 0;
+  }
+  // Rows of a plain fp32 launch of rows of 4096 or 8192 that ForwardKernel
+  // runs on a GPU of 132 SMs, where LeanRowKernel would take as many waves
+  // (FewerWaves, forward_launch.cuh): 2 each. 0 elsewhere.
+  int64_t GenericLaunchRows() const {
+    const int64_t d = hidden();
+    if (!OnCuda() || dtype() != DType::kF32 || (d != 4096 && d != 8192)) return 0;
+    return (int64_t{1} << 22) / d;
   }
 
   // Runs row `row` of segment `index` of `batch` (whose data is `s`) alone, as
@@ -151,25 +160,29 @@ TEST_P(DeterminismTest, RowsAreBitwiseIdenticalAloneOrBatched) {
 // even at hidden 512; of 200 rows, on a GPU of 132 SMs, part of the way (a
 // bf16 row of 4096 over 256 threads rather than 128 or 512). 16-bit rows with
 // a residual in launches of 1200 rows are spread once; the lean launch's rows
-// (LeanLaunchRows) run through LeanRowKernel.
+// (LeanLaunchRows) run through LeanRowKernel, the generic launch's
+// (GenericLaunchRows) through ForwardKernel.
 TEST_P(DeterminismTest, FullRowsAreBitwiseIdenticalInSmallAndLargeLaunches) {
   const int64_t d = hidden();
   if (d > 16384) GTEST_SKIP() << "rows this long fill a block unspread";
   const int64_t lean_rows = LeanLaunchRows();
+  const int64_t generic_rows = GenericLaunchRows();
   for (bool center : {true, false}) {
-    for (const int64_t rows : {int64_t{600}, int64_t{200}, int64_t{1200}, lean_rows}) {
+    for (const int64_t rows :
+         {int64_t{600}, int64_t{200}, int64_t{1200}, lean_rows, generic_rows}) {
       for (bool residual : {false, true}) {
         if (rows == 1200 && (!residual || !FusedLaunchesSpread())) continue;
-        if (rows == lean_rows && (residual || rows == 0)) continue;
-        // On the CUDA backend, launches of 600 rows and the lean launch's rows
-        // also with the other parameters: LayerNorm with neither weight nor
+        const bool plain_only = rows == lean_rows || rows == generic_rows;
+        if (plain_only && (residual || rows == 0)) continue;
+        // On the CUDA backend, launches of 600 rows and the lean and generic
+        // launches also with the other parameters: LayerNorm with neither weight nor
         // bias, RMSNorm with a bias and no weight. Latency-bound and lean
         // instances branch at compile time on which there are, the generic
         // ones read w = 1 and b = 0 at run time: a row without weight once
         // got other bits alone than in a larger launch
         // (gpu-2026-11-26-round29.md, call 25).
         for (bool other_params : {false, true}) {
-          if (other_params && !(rows == 600 && OnCuda()) && rows != lean_rows) continue;
+          if (other_params && !(rows == 600 && OnCuda()) && !plain_only) continue;
           SCOPED_TRACE(::testing::Message()
                        << "rows " << rows << " center " << center << " residual " << residual
                        << " other parameters " << other_params);
