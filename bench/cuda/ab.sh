@@ -9,7 +9,8 @@
 # Carry .carry and .devdeps (git-ignored).
 #   OUT=$OUT VARIANTS="a b" SHAPES=32768x4096,1x4096 [OPS=rms_fwd,ln_fwd] bash bench/cuda/ab.sh
 # (OPS_<dtype> / SHAPES_<dtype>, e.g. OPS_fp32, override OPS / SHAPES for that dtype.)
-# BENCH_ARGS: more bench flags, e.g. "--stats 1".
+# BENCH_ARGS: more bench flags, e.g. "--stats 1". TEST_FILTER: the suite on `new` before the bench
+# (TEST=0: none); TEST_FILTERS: filters run in parallel after it (see the end).
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 export LD_LIBRARY_PATH=$PWD/.devdeps/lib/x86_64-linux-gnu
@@ -51,5 +52,22 @@ for r in a b; do
   done
 done
 kill "$watch" 2>/dev/null; bash "$REPO/bench/cuda/clock_watch.sh" summary "$OUT/clocks.csv"
+# TEST_FILTERS (space-separated gtest filters): `new`'s tests after the bench, in parallel
+# processes (with TEST=0 the bench runs right after the build).
+if [[ -n ${TEST_FILTERS:-} ]]; then
+  stamp "parallel tests"
+  i=0
+  for f in $TEST_FILTERS; do
+    timeout ${TEST_TIMEOUT:-450} stdbuf -oL /tmp/v/new/b/tests/kernels/normserve_kernels_test \
+      --gtest_filter="$f" > "$OUT/tests_$i.log" 2>&1 &
+    i=$((i + 1))
+  done
+  wait
+  i=0
+  for f in $TEST_FILTERS; do
+    echo "-- $f: $(grep -c '^\[       OK' "$OUT/tests_$i.log") OK, $(grep -c '^\[  FAILED  \].*(' "$OUT/tests_$i.log") FAILED"
+    i=$((i + 1))
+  done
+fi
 stamp done
 cd "$OUT" && cat ab_*.jsonl | wc -l && tar czf ab.tgz ab_*.jsonl && tar czf logs.tgz *.log err_*.txt clocks.csv && rm -f *.log err_*.txt clocks.csv ab_*.jsonl

@@ -9,6 +9,7 @@
 # Then two device calls on one warm machine (idle_release_s is short: issue them back to back):
 #   carry .quack_a .devdeps:  mkdir -p /tmp/stash && cp .quack_a/* /tmp/stash/
 #   carry .quack_b .devdeps .whl .peers:  OUT=$OUT bash bench/cuda/peers_call.sh
+#   (or, the peers and ours interleaved in one process: OUT=$OUT bash bench/cuda/cells_call.sh)
 #   bench/cuda/make_peer_carry.sh [SHARED_PERF_DIR]
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
