@@ -143,6 +143,44 @@ auto* LeanUnspreadInstance(const ForwardArgs& a, int tpr, int threads, int64_t b
   return kernel;
 }
 
+// The LeanRowKernel instance for a fused 16-bit row (y) spread once
+// (SpreadsOnce: 2 vectors over `tpr` threads), full, in a launch of `blocks`
+// blocks of `threads` threads that is not latency-bound, or null where
+// ForwardKernel's spread instance (`generic`) runs it: in launches of at most
+// kLeanFusedElements elements that the lean instance takes in fewer waves
+// (FewerWaves). Measured on the H100 (bench/results/gpu-2026-11-26-
+// round31.md, call 7): bf16 add + RMSNorm 700 x 4096 13.0 -> 11.9 us, 4096 x
+// 4096 49.8 -> 49.3, 4096 x 2048 27.75 -> 27.45, 8192 x 1024 27.9 -> 27.35;
+// fp16 4096 x 4096 49.65 -> 49.1. Slower in a launch of as many waves (1024 x
+// 4096 16.25 -> 16.35) and in the largest (16384 x 8192 359.45 -> 360.3; 32768
+// x 4096 and 65536 x 1024 even). Slower everywhere, so not taken: fused rows
+// unspread (bf16 600 x 4096 11.1 -> 11.25, fp16 11.1 -> 11.4) and fused fp32
+// rows (32768 x 4096 716.7 -> 746.0, 4096 x 4096 94.0 -> 97.55). The rule as
+// landed, twice (round32.md, calls 1 and 3): bf16 700 x 4096 12.8 -> 11.7 and
+// 12.7 -> 11.8 us, 4096 x 4096 49.8 -> 49.3 and 49.8 -> 49.2. Not measured on
+// a GPU of high bandwidth per SM (HighDramBandwidthPerSm, the H200), which
+// keeps ForwardKernel.
+inline constexpr int64_t kLeanFusedElements = int64_t{1} << 25;
+template <typename T, int kVec, int kIters, bool kCenter, typename Generic>
+auto* LeanFusedInstance(const ForwardArgs& a, int tpr, int threads, int64_t blocks,
+                        Generic* generic) {
+  void (*kernel)(int, ForwardArgs) = nullptr;
+  auto fixed = [&](auto tpr_constant) {
+    constexpr int kTpr = decltype(tpr_constant)::value;
+    if (tpr == kTpr) kernel = &LeanRowKernel<T, kVec, kIters, kCenter, kTpr, kSpreadOnce, true>;
+  };
+  fixed(std::integral_constant<int, 64>{});
+  fixed(std::integral_constant<int, 128>{});
+  fixed(std::integral_constant<int, 256>{});
+  fixed(std::integral_constant<int, 512>{});
+  if (kernel == nullptr || HighDramBandwidthPerSm() || a.rows * a.hidden > kLeanFusedElements ||
+      !FewerWaves(reinterpret_cast<const void*>(kernel), reinterpret_cast<const void*>(generic),
+                  threads, blocks)) {
+    return decltype(kernel){nullptr};
+  }
+  return kernel;
+}
+
 // A register-kernel launch of the layout's instance (kernel choice below).
 template <typename T, int kVec, int kIters, bool kCenter>
 cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaStream_t stream) {
@@ -212,6 +250,18 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
       auto* generic = &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kFloats, true>;
       if (auto* lean = LeanUnspreadInstance<T, kVec, kIters, kCenter>(
               a, layout.tpr, layout.threads(), blocks, generic)) {
+        lean<<<static_cast<unsigned>(blocks), layout.threads(), 0, stream>>>(layout.rows_per_cta,
+                                                                             a);
+        return cudaGetLastError();
+      }
+    }
+  }
+  if constexpr (kSpreadable && kIters == 2) {
+    if (layout.spread == kSpreadOnce && !preload && full && a.y != nullptr) {
+      auto* generic = &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kFloats, true, 0,
+                                     false, true>;
+      if (auto* lean = LeanFusedInstance<T, kVec, kIters, kCenter>(a, layout.tpr, layout.threads(),
+                                                                   blocks, generic)) {
         lean<<<static_cast<unsigned>(blocks), layout.threads(), 0, stream>>>(layout.rows_per_cta,
                                                                              a);
         return cudaGetLastError();

@@ -1,19 +1,22 @@
-// The forward kernel of plain rows that a launch runs with a fixed layout
-// known at compile time: no y, no residual_out, full rows of 16-byte vectors
-// held as loaded, kTpr threads per row placed by kSpread (CanonicalPosition).
+// The forward kernel of rows that a launch runs with a fixed layout known at
+// compile time: full rows of 16-byte vectors, plain (no y, no residual_out;
+// held as loaded) or fused (kFused: y, residual_out optional; p = x + y held
+// in fp32), kTpr threads per row placed by kSpread (CanonicalPosition).
 // ForwardKernel runs the same rows with a runtime layout (row groups,
 // positions and reduction loops computed per thread) and every parameter
-// combination behind runtime tests. Two launches take it
-// (forward_launch.cuh): 16-bit rows spread once (SpreadsOnce, where
-// SpreadRowInstance says which; on the H200 ForwardKernel's spread instance
-// lost to the unspread layouts where this one wins at most shapes, by up to
-// 6 %: bench/results/gpu-2026-11-26-round28.md, calls 3 and 7), and rows of 4
-// vectors per thread, unspread (LeanUnspreadInstance: 16-bit rows of hidden
-// 1024-16384, fp32 rows of 4096 and 8192; ForwardKernel's instance executed
-// 461 instructions a warp on an fp32 row of 8192 where Liger's kernel
-// executes 278: round29.md, call 23). The same arithmetic as
-// ForwardKernel's instances of the row's other layouts (CanonicalRowStats,
-// NormOutput), so the same bits (DeterminismTest).
+// combination behind runtime tests. Three launches take it
+// (forward_launch.cuh):
+//  - plain 16-bit rows spread once (SpreadsOnce, where SpreadRowInstance
+//    says which; on the H200 ForwardKernel's spread instance lost to the
+//    unspread layouts where this one wins at most shapes, by up to 6 %:
+//    bench/results/gpu-2026-11-26-round28.md, calls 3 and 7);
+//  - plain rows of 4 vectors per thread, unspread (LeanUnspreadInstance:
+//    16-bit rows of hidden 1024-16384, fp32 rows of 4096 and 8192;
+//    ForwardKernel's instance executed 461 instructions a warp on an fp32
+//    row of 8192 where Liger's kernel executes 278: round29.md, call 23);
+//  - fused 16-bit rows spread once (LeanFusedInstance).
+// The same arithmetic as ForwardKernel's instances of the row's other
+// layouts (CanonicalRowStats, NormOutput), so the same bits (DeterminismTest).
 #ifndef NORMSERVE_KERNELS_CUDA_FORWARD_LEAN_CUH_
 #define NORMSERVE_KERNELS_CUDA_FORWARD_LEAN_CUH_
 
@@ -23,7 +26,9 @@
 
 namespace normserve::kernels::cuda {
 
-template <typename T, int VEC, int ITERS, bool kCenter, int kTpr, int kSpread = kSpreadOnce>
+// kFused: rows with y (p = x + y, residual_out optional), held as fp32 p.
+template <typename T, int VEC, int ITERS, bool kCenter, int kTpr, int kSpread = kSpreadOnce,
+          bool kFused = false>
 __global__ void __launch_bounds__(kMaxThreads)
     LeanRowKernel(const int rows_per_cta, const ForwardArgs a) {
   static_assert(sizeof(T) * VEC == 16, "rows of 16-byte vectors");
@@ -45,13 +50,45 @@ __global__ void __launch_bounds__(kMaxThreads)
     return *reinterpret_cast<const uint4*>(at(param + position * VEC, it));
   };
 
-  uint4 raw[ITERS];
+  uint4 raw[ITERS], y_raw[kFused ? ITERS : 1];
 #pragma unroll
-  for (int it = 0; it < ITERS; ++it) raw[it] = LoadRawOrZero<T, VEC>(at(x, it), live);
+  for (int it = 0; it < ITERS; ++it) {
+    raw[it] = LoadRawOrZero<T, VEC>(at(x, it), live);
+    if constexpr (kFused) {
+      y_raw[it] =
+          LoadRawOrZero<T, VEC>(at(static_cast<const T*>(a.y) + base + position * VEC, it), live);
+    }
+  }
+  // Fused rows: p = x + y in fp32, as ForwardKernel forms it, and stored as
+  // soon as formed (as ForwardKernel's fused 16-bit instances store it).
+  float p[kFused ? ITERS : 1][VEC];
+  if constexpr (kFused) {
+    const bool residual_f32 = a.residual_dtype == DType::kF32;
+#pragma unroll
+    for (int it = 0; it < ITERS; ++it) {
+      float yv[VEC];
+      UnpackRaw<T, VEC>(raw[it], p[it]);
+      UnpackRaw<T, VEC>(y_raw[it], yv);
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) p[it][i] += yv[i];
+      if (live && a.residual_out != nullptr) {
+        StoreFloatsEither<T>(a.residual_out, base + (it * kTpr + position) * VEC, residual_f32,
+                             p[it]);
+      }
+    }
+  }
+  // Vector `it` of the row (x, or p), as floats.
+  auto row_vector = [&](int it, float(&v)[VEC]) {
+    if constexpr (kFused) {
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) v[i] = p[it][i];
+    } else {
+      UnpackRaw<T, VEC>(raw[it], v);
+    }
+  };
   float mean, rstd;
-  CanonicalRowStats<kCenter, VEC, ITERS, kTpr >= 32>(
-      [&](int it, float(&v)[VEC]) { UnpackRaw<T, VEC>(raw[it], v); }, kTpr, kSpread, a.norm,
-      scratch, mean, rstd);
+  CanonicalRowStats<kCenter, VEC, ITERS, kTpr >= 32>(row_vector, kTpr, kSpread, a.norm, scratch,
+                                                     mean, rstd);
   if (!live) return;
   if (t == 0) StoreRowStats(a, row, mean, rstd);
   const float mul = rstd * a.norm.scale;
@@ -69,7 +106,7 @@ __global__ void __launch_bounds__(kMaxThreads)
 #pragma unroll
     for (int it = 0; it < ITERS; ++it) {
       float v[VEC], w[VEC], b[VEC], o[VEC];
-      UnpackRaw<T, VEC>(raw[it], v);
+      row_vector(it, v);
       if constexpr (kWeight) {
         UnpackRaw<T, VEC>(load_param(weight, it), w);
       } else {
