@@ -95,6 +95,22 @@ inline bool FewerWaves(const void* kernel, const void* other, int threads, int64
 // 27.95 -> 28.2, 8192 x 2048 27.95 -> 28.0, where bf16 gained (28.25 ->
 // 27.65) and fp16 rows of 32 and 512 threads did (8192 x 1024 17.05 ->
 // 16.65).
+// On such GPUs LayerNorm and fp16 RMSNorm rows of 64 and 128 threads (hidden
+// 2048 and 4096) take instances bounded to 56 registers (kLeanBlocksPerSm):
+// nine of their 128-thread blocks fit an SM where 63-64 registers fit eight,
+// and no value spills (bf16 RMSNorm takes 53 unbounded). Then fp16 RMSNorm
+// gains too. Measured on the H100 (round32.md, call 9, with statistics):
+// bf16 LayerNorm 4096 x 4096 28.5 -> 28.2 us, 2048 x 4096 17.0 -> 16.8, 8192 x
+// 2048 28.4 -> 28.2; fp16 LayerNorm 4096 x 4096 28.6 -> 28.2, 8192 x 4096
+// 50.7 -> 50.4; fp16 RMSNorm 2048 x 4096 17.0 -> 16.4, 4096 x 2048 17.0 ->
+// 16.4, 8192 x 2048 27.9 -> 27.5; the largest launches even (calls 7-8 the
+// same). Rows of 32 threads lost so (call 8: 8192 x 1024 LayerNorm 16.9 ->
+// 17.1, fp16 17.3). Bounded to 48 registers (ten blocks) LayerNorm spills 28
+// bytes and slows (call 7: 4096 x 4096 28.6 -> 30.1 us), RMSNorm 16-32. Not
+// measured on GPUs of high bandwidth per SM, which keep the unbounded
+// instances. fp16 RMSNorm rows of 256 threads stay with ForwardKernel there.
+inline constexpr int kLeanBlocksPerSm = 9;
+static_assert(kBoundedLeanThreads == kForwardBlockThreads, "the blocks the bound is for");
 // fp32 rows (FewerForwardVectors: hidden 4096 and 8192) where the lean
 // instance's 35-40 registers, against ForwardKernel's 64, take the launch in
 // fewer waves (FewerWaves). Launches of as many waves lost on the H200 (call
@@ -116,12 +132,19 @@ auto* LeanUnspreadInstance(const ForwardArgs& a, int tpr, int threads, int64_t b
                            Generic* generic) {
   static_assert(kIters == 4, "rows of 4 vectors per thread");
   decltype(&LeanRowKernel<T, kVec, kIters, kCenter, 256, 0>) kernel = nullptr;
+  constexpr bool kBoundable = kCenter ? sizeof(T) == 2 : std::is_same_v<T, __half>;
+  const bool bounded = kBoundable && threads <= kBoundedLeanThreads && !HighDramBandwidthPerSm();
   auto fixed = [&](auto tpr_constant) {
     constexpr int kTpr = decltype(tpr_constant)::value;
-    if (tpr == kTpr) kernel = &LeanRowKernel<T, kVec, kIters, kCenter, kTpr, 0>;
+    if (tpr != kTpr) return;
+    kernel = &LeanRowKernel<T, kVec, kIters, kCenter, kTpr, 0>;
+    if constexpr (kBoundable && (kTpr == 64 || kTpr == 128)) {
+      if (bounded)
+        kernel = &LeanRowKernel<T, kVec, kIters, kCenter, kTpr, 0, false, kLeanBlocksPerSm>;
+    }
   };
   if constexpr (std::is_same_v<T, __half> && !kCenter) {
-    if (tpr >= 64 && tpr <= 256 && !HighDramBandwidthPerSm()) return kernel;
+    if (tpr == 256 && !HighDramBandwidthPerSm()) return kernel;
   }
   if constexpr (sizeof(T) == 2) {
     fixed(std::integral_constant<int, 32>{});
