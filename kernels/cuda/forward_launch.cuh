@@ -166,6 +166,43 @@ auto* LeanUnspreadInstance(const ForwardArgs& a, int tpr, int threads, int64_t b
   return kernel;
 }
 
+// The LeanRowKernel instance (unspread) for a plain fp32 full row of 2 vectors
+// per thread over `tpr` threads (FewerForwardVectors: hidden 1024 and 2048),
+// in a launch of `blocks` blocks of `threads` threads that is not
+// latency-bound, or null where ForwardKernel's instance (`generic`) runs it.
+// The lean instances take 27-30 registers, ForwardKernel's 40: sixteen
+// 128-thread blocks per SM rather than twelve, eight 256-thread ones rather
+// than six. They run launches they take in fewer waves (FewerWaves), up to
+// 2^26 elements of rows of 1024 and 2^25 of rows of 2048
+// (kLeanFp32PairElements). Measured on the H100 (bench/results/gpu-2026-11-27-
+// round32.md, with statistics), the rule as landed (call 15): RMSNorm 2048 x
+// 1024 11.0 -> 9.6 us, 4096 x 1024 16.9 -> 16.1, 65536 x 1024 183.7 ->
+// 183.0, 1024 x 2048 11.0 -> 9.4, 8192 x 2048 50.0 -> 49.4, 16384 x 2048
+// 94.1 -> 93.8; LayerNorm 2048 x 1024 11.2 -> 9.8, 1024 x 2048 11.8 -> 10.1;
+// launches it leaves to ForwardKernel even. Every launch lean (calls 13-14)
+// lost where the waves are as many (600 x 1024 LayerNorm 6.0 -> 6.2 us) and in
+// the larger launches (LayerNorm 32768 x 2048 183.3 -> 183.4, 65536 x 2048
+// 359.8 -> 360.7; 131072 x 1024 361.9 -> 362.9 on one H100, even on another).
+// Not measured on GPUs of high bandwidth per SM (HighDramBandwidthPerSm),
+// which keep ForwardKernel.
+inline constexpr int64_t kLeanFp32PairElements = int64_t{1} << 25;
+template <typename T, int kVec, bool kCenter, typename Generic>
+auto* LeanPairInstance(const ForwardArgs& a, int tpr, int threads, int64_t blocks,
+                       Generic* generic) {
+  void (*kernel)(int, ForwardArgs) = nullptr;
+  if (HighDramBandwidthPerSm()) return kernel;
+  // Rows of 1024 (128 threads) gain up to twice as many elements.
+  const int64_t most = tpr == 128 ? 2 * kLeanFp32PairElements : kLeanFp32PairElements;
+  if (a.rows * a.hidden > most) return kernel;
+  if (tpr == 128) kernel = &LeanRowKernel<T, kVec, 2, kCenter, 128, 0>;
+  if (tpr == 256) kernel = &LeanRowKernel<T, kVec, 2, kCenter, 256, 0>;
+  if (kernel != nullptr && !FewerWaves(reinterpret_cast<const void*>(kernel),
+                                       reinterpret_cast<const void*>(generic), threads, blocks)) {
+    return decltype(kernel){nullptr};
+  }
+  return kernel;
+}
+
 // The LeanRowKernel instance for a fused 16-bit row (y) spread once
 // (SpreadsOnce: 2 vectors over `tpr` threads), full, in a launch of `blocks`
 // blocks of `threads` threads that is not latency-bound, or null where
@@ -273,6 +310,17 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
       auto* generic = &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kFloats, true>;
       if (auto* lean = LeanUnspreadInstance<T, kVec, kIters, kCenter>(
               a, layout.tpr, layout.threads(), blocks, generic)) {
+        lean<<<static_cast<unsigned>(blocks), layout.threads(), 0, stream>>>(layout.rows_per_cta,
+                                                                             a);
+        return cudaGetLastError();
+      }
+    }
+  }
+  if constexpr (sizeof(T) == 4 && kWide && kIters == 2) {
+    if (layout.spread == 0 && !preload && full && a.y == nullptr && a.residual_out == nullptr) {
+      auto* generic = &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kFloats, true>;
+      if (auto* lean = LeanPairInstance<T, kVec, kCenter>(a, layout.tpr, layout.threads(), blocks,
+                                                          generic)) {
         lean<<<static_cast<unsigned>(blocks), layout.threads(), 0, stream>>>(layout.rows_per_cta,
                                                                              a);
         return cudaGetLastError();

@@ -4,7 +4,7 @@
 // in fp32), kTpr threads per row placed by kSpread (CanonicalPosition).
 // ForwardKernel runs the same rows with a runtime layout (row groups,
 // positions and reduction loops computed per thread) and every parameter
-// combination behind runtime tests. Three launches take it
+// combination behind runtime tests. Four launches take it
 // (forward_launch.cuh):
 //  - plain 16-bit rows spread once (SpreadsOnce, where SpreadRowInstance
 //    says which; on the H200 ForwardKernel's spread instance lost to the
@@ -14,6 +14,8 @@
 //    16-bit rows of hidden 1024-16384, fp32 rows of 4096 and 8192;
 //    ForwardKernel's instance executed 461 instructions a warp on an fp32
 //    row of 8192 where Liger's kernel executes 278: round29.md, call 23);
+//  - plain fp32 rows of 2 vectors per thread, unspread (LeanPairInstance:
+//    hidden 1024 and 2048);
 //  - fused 16-bit rows spread once (LeanFusedInstance).
 // The same arithmetic as ForwardKernel's instances of the row's other
 // layouts (CanonicalRowStats, NormOutput), so the same bits (DeterminismTest).

@@ -81,23 +81,29 @@ class DeterminismTest : public BackendTest<DType, int64_t> {
   // Rows of a plain launch that the CUDA backend runs through LeanRowKernel
   // (forward_lean.cuh), or 0: 16-bit rows of a power-of-two length spread once
   // in launches of 2^25 elements (SpreadsOnce: bf16 rows up to 8192 on GPUs
-  // such as the H100, 16-bit rows of 1024-4096 on the H200), and fp32 rows of
-  // 4096 and 8192 in launches of 2^23 (LeanUnspreadInstance). (The launches of
-  // 600 rows are lean too, unspread, at hidden 1024-16384.) 0 on the CPU
-  // backend, which has no such launches: the case would only cost CI time
-  // (about 14 s per hidden size).
+  // such as the H100, 16-bit rows of 1024-4096 on the H200), fp32 rows of
+  // 4096 and 8192 in launches of 2^23 (LeanUnspreadInstance), and on GPUs
+  // such as the H100 fp32 rows of 1024 and 2048 in launches of 2^21, a wave
+  // fewer than ForwardKernel's (LeanPairInstance). (The launches of 600 rows
+  // are lean too, unspread, at hidden 1024-16384, but fp32 rows of 1024 and
+  // 2048.) 0 on the CPU backend, which has no such launches: the case would
+  // only cost CI time (about 14 s per hidden size).
   int64_t LeanLaunchRows() const {
     const int64_t d = hidden();
     if (!OnCuda() || d > 8192 || (d & (d - 1)) != 0) return 0;
     if (dtype() != DType::kF32) return (int64_t{1} << 25) / d;
+    if (d == 1024 || d == 2048) return (int64_t{1} << 21) / d;
     return d >= 4096 ? (int64_t{1} << 23) / d : 0;
   }
-  // Rows of a plain fp32 launch of rows of 4096 or 8192 that ForwardKernel
-  // runs on a GPU of 132 SMs, where LeanRowKernel would take as many waves
-  // (FewerWaves, forward_launch.cuh): 2 each. 0 elsewhere.
+  // Rows of a plain fp32 launch that ForwardKernel runs on a GPU of 132 SMs:
+  // of rows of 4096 or 8192 where LeanRowKernel would take as many waves
+  // (FewerWaves, forward_launch.cuh), 2 each; of rows of 2048 past
+  // kLeanFp32PairElements elements (LeanPairInstance). 0 elsewhere.
   int64_t GenericLaunchRows() const {
     const int64_t d = hidden();
-    if (!OnCuda() || dtype() != DType::kF32 || (d != 4096 && d != 8192)) return 0;
+    if (!OnCuda() || dtype() != DType::kF32) return 0;
+    if (d == 2048) return (int64_t{1} << 25) / d + 1;
+    if (d != 4096 && d != 8192) return 0;
     return (int64_t{1} << 22) / d;
   }
 
