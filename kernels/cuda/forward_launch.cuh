@@ -95,8 +95,8 @@ inline bool FewerWaves(const void* kernel, const void* other, int threads, int64
 // 27.95 -> 28.2, 8192 x 2048 27.95 -> 28.0, where bf16 gained (28.25 ->
 // 27.65) and fp16 rows of 32 and 512 threads did (8192 x 1024 17.05 ->
 // 16.65).
-// On such GPUs LayerNorm and fp16 RMSNorm rows of 64 and 128 threads (hidden
-// 2048 and 4096) take instances bounded to 56 registers (kLeanBlocksPerSm):
+// LayerNorm and fp16 RMSNorm rows of 64 and 128 threads (hidden 2048 and
+// 4096) take instances bounded to 56 registers (kLeanBlocksPerSm):
 // nine of their 128-thread blocks fit an SM where 63-64 registers fit eight,
 // and no value spills (bf16 RMSNorm takes 53 unbounded). Then fp16 RMSNorm
 // gains too. Measured on the H100 (round32.md, call 9, with statistics):
@@ -106,9 +106,11 @@ inline bool FewerWaves(const void* kernel, const void* other, int threads, int64
 // 16.4, 8192 x 2048 27.9 -> 27.5; the largest launches even (calls 7-8 the
 // same). Rows of 32 threads lost so (call 8: 8192 x 1024 LayerNorm 16.9 ->
 // 17.1, fp16 17.3). Bounded to 48 registers (ten blocks) LayerNorm spills 28
-// bytes and slows (call 7: 4096 x 4096 28.6 -> 30.1 us), RMSNorm 16-32. Not
-// measured on GPUs of high bandwidth per SM, which keep the unbounded
-// instances. fp16 RMSNorm rows of 256 threads stay with ForwardKernel there.
+// bytes and slows (call 7: 4096 x 4096 28.6 -> 30.1 us), RMSNorm 16-32. On
+// the H200 (call 18): bf16 LayerNorm 4096 x 4096 22.4 -> 22.1, 2048 x 4096
+// 14.3 -> 14.1; fp16 RMSNorm 2048 x 4096 13.7 -> 13.3, 4096 x 4096 22.1 ->
+// 21.7; fp16 LayerNorm 2048 x 4096 14.2 -> 13.9. fp16 RMSNorm rows of 256
+// threads stay with ForwardKernel on GPUs such as the H100.
 inline constexpr int kLeanBlocksPerSm = 9;
 static_assert(kBoundedLeanThreads == kForwardBlockThreads, "the blocks the bound is for");
 // fp32 rows (FewerForwardVectors: hidden 4096 and 8192) where the lean
@@ -133,7 +135,7 @@ auto* LeanUnspreadInstance(const ForwardArgs& a, int tpr, int threads, int64_t b
   static_assert(kIters == 4, "rows of 4 vectors per thread");
   decltype(&LeanRowKernel<T, kVec, kIters, kCenter, 256, 0>) kernel = nullptr;
   constexpr bool kBoundable = kCenter ? sizeof(T) == 2 : std::is_same_v<T, __half>;
-  const bool bounded = kBoundable && threads <= kBoundedLeanThreads && !HighDramBandwidthPerSm();
+  const bool bounded = kBoundable && threads <= kBoundedLeanThreads;
   auto fixed = [&](auto tpr_constant) {
     constexpr int kTpr = decltype(tpr_constant)::value;
     if (tpr != kTpr) return;
@@ -174,7 +176,8 @@ auto* LeanUnspreadInstance(const ForwardArgs& a, int tpr, int threads, int64_t b
 // 128-thread blocks per SM rather than twelve, eight 256-thread ones rather
 // than six. They run launches they take in fewer waves (FewerWaves), up to
 // 2^26 elements of rows of 1024 and 2^25 of rows of 2048
-// (kLeanFp32PairElements). Measured on the H100 (bench/results/gpu-2026-11-27-
+// (kLeanFp32PairElements), 2^22 on GPUs of high bandwidth per SM
+// (HighDramBandwidthPerSm). Measured on the H100 (bench/results/gpu-2026-11-27-
 // round32.md, with statistics), the rule as landed (call 15): RMSNorm 2048 x
 // 1024 11.0 -> 9.6 us, 4096 x 1024 16.9 -> 16.1, 65536 x 1024 183.7 ->
 // 183.0, 1024 x 2048 11.0 -> 9.4, 8192 x 2048 50.0 -> 49.4, 16384 x 2048
@@ -183,16 +186,20 @@ auto* LeanUnspreadInstance(const ForwardArgs& a, int tpr, int threads, int64_t b
 // lost where the waves are as many (600 x 1024 LayerNorm 6.0 -> 6.2 us) and in
 // the larger launches (LayerNorm 32768 x 2048 183.3 -> 183.4, 65536 x 2048
 // 359.8 -> 360.7; 131072 x 1024 361.9 -> 362.9 on one H100, even on another).
-// Not measured on GPUs of high bandwidth per SM (HighDramBandwidthPerSm),
-// which keep ForwardKernel.
+// On the H200 (call 18, every launch lean): RMSNorm 2048 x 1024 9.3 -> 8.4,
+// 4096 x 1024 13.4 -> 13.1, 1024 x 2048 9.6 -> 8.4, LayerNorm 9.9 -> 8.4; but
+// 8192 x 2048 mixed (RMSNorm 37.5 -> 37.6, LayerNorm 38.2 -> 37.9) and 65536 x
+// 1024 slower (RMSNorm 130.6 -> 131.6, LayerNorm 130.1 -> 131.9).
 inline constexpr int64_t kLeanFp32PairElements = int64_t{1} << 25;
+inline constexpr int64_t kLeanFp32PairHighBandwidthElements = int64_t{1} << 22;
 template <typename T, int kVec, bool kCenter, typename Generic>
 auto* LeanPairInstance(const ForwardArgs& a, int tpr, int threads, int64_t blocks,
                        Generic* generic) {
   void (*kernel)(int, ForwardArgs) = nullptr;
-  if (HighDramBandwidthPerSm()) return kernel;
   // Rows of 1024 (128 threads) gain up to twice as many elements.
-  const int64_t most = tpr == 128 ? 2 * kLeanFp32PairElements : kLeanFp32PairElements;
+  const int64_t most = HighDramBandwidthPerSm() ? kLeanFp32PairHighBandwidthElements
+                       : tpr == 128             ? 2 * kLeanFp32PairElements
+                                                : kLeanFp32PairElements;
   if (a.rows * a.hidden > most) return kernel;
   if (tpr == 128) kernel = &LeanRowKernel<T, kVec, 2, kCenter, 128, 0>;
   if (tpr == 256) kernel = &LeanRowKernel<T, kVec, 2, kCenter, 256, 0>;
@@ -217,9 +224,9 @@ auto* LeanPairInstance(const ForwardArgs& a, int tpr, int threads, int64_t block
 // unspread (bf16 600 x 4096 11.1 -> 11.25, fp16 11.1 -> 11.4) and fused fp32
 // rows (32768 x 4096 716.7 -> 746.0, 4096 x 4096 94.0 -> 97.55). The rule as
 // landed, twice (round32.md, calls 1 and 3): bf16 700 x 4096 12.8 -> 11.7 and
-// 12.7 -> 11.8 us, 4096 x 4096 49.8 -> 49.3 and 49.8 -> 49.2. Not measured on
-// a GPU of high bandwidth per SM (HighDramBandwidthPerSm, the H200), which
-// keeps ForwardKernel.
+// 12.7 -> 11.8 us, 4096 x 4096 49.8 -> 49.3 and 49.8 -> 49.2. On the H200
+// (call 18): 700 x 4096 10.8 -> 9.2, 2048 x 4096 21.9 -> 21.1, 4096 x 4096
+// 37.5 -> 37.1, 8192 x 1024 21.6 -> 21.0.
 inline constexpr int64_t kLeanFusedElements = int64_t{1} << 25;
 template <typename T, int kVec, int kIters, bool kCenter, typename Generic>
 auto* LeanFusedInstance(const ForwardArgs& a, int tpr, int threads, int64_t blocks,
@@ -233,7 +240,7 @@ auto* LeanFusedInstance(const ForwardArgs& a, int tpr, int threads, int64_t bloc
   fixed(std::integral_constant<int, 128>{});
   fixed(std::integral_constant<int, 256>{});
   fixed(std::integral_constant<int, 512>{});
-  if (kernel == nullptr || HighDramBandwidthPerSm() || a.rows * a.hidden > kLeanFusedElements ||
+  if (kernel == nullptr || a.rows * a.hidden > kLeanFusedElements ||
       !FewerWaves(reinterpret_cast<const void*>(kernel), reinterpret_cast<const void*>(generic),
                   threads, blocks)) {
     return decltype(kernel){nullptr};

@@ -82,9 +82,9 @@ class DeterminismTest : public BackendTest<DType, int64_t> {
   // (forward_lean.cuh), or 0: 16-bit rows of a power-of-two length spread once
   // in launches of 2^25 elements (SpreadsOnce: bf16 rows up to 8192 on GPUs
   // such as the H100, 16-bit rows of 1024-4096 on the H200), fp32 rows of
-  // 4096 and 8192 in launches of 2^23 (LeanUnspreadInstance), and on GPUs
-  // such as the H100 fp32 rows of 1024 and 2048 in launches of 2^21, a wave
-  // fewer than ForwardKernel's (LeanPairInstance). (The launches of 600 rows
+  // 4096 and 8192 in launches of 2^23 (LeanUnspreadInstance), and fp32 rows
+  // of 1024 and 2048 in launches of 2^21, a wave fewer than ForwardKernel's
+  // (LeanPairInstance). (The launches of 600 rows
   // are lean too, unspread, at hidden 1024-16384, but fp32 rows of 1024 and
   // 2048.) 0 on the CPU backend, which has no such launches: the case would
   // only cost CI time (about 14 s per hidden size).
@@ -165,8 +165,8 @@ TEST_P(DeterminismTest, RowsAreBitwiseIdenticalAloneOrBatched) {
 // are spread all the way; launches of 600 rows not at all (forward_launch.cuh),
 // even at hidden 512; of 200 rows, on a GPU of 132 SMs, part of the way (a
 // bf16 row of 4096 over 256 threads rather than 128 or 512). 16-bit rows with
-// a residual in launches of 1200 rows are spread once (on the H100 through
-// LeanRowKernel's fused instance at hidden 2048-8192, a wave fewer:
+// a residual in launches of 1200 rows are spread once (on a GPU of 132 SMs
+// through LeanRowKernel's fused instance at hidden 2048-8192, a wave fewer:
 // LeanFusedInstance); the lean launch's rows
 // (LeanLaunchRows) run through LeanRowKernel, the generic launch's
 // (GenericLaunchRows) through ForwardKernel.
