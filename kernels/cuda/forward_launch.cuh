@@ -28,10 +28,6 @@ inline bool LatencyBound(const RowLayout& layout, int64_t rows, int max_chunks) 
   return 2 * layout_blocks <= max_chunks || (layout.tpr >= 128 && layout_blocks <= max_chunks);
 }
 
-// Threads of a forward block in launches that are not latency-bound: rows of
-// fewer threads share one (LaunchForwardRegisters), rows of more have their own.
-inline constexpr int kForwardBlockThreads = 128;
-
 // Plain fp32 rows of at least this many threads may take register-bounded
 // instances (LaunchForwardRegisters).
 inline constexpr int kTwoBlockRowThreads = 384;
@@ -112,7 +108,6 @@ inline bool FewerWaves(const void* kernel, const void* other, int threads, int64
 // 21.7; fp16 LayerNorm 2048 x 4096 14.2 -> 13.9. fp16 RMSNorm rows of 256
 // threads stay with ForwardKernel on GPUs such as the H100.
 inline constexpr int kLeanBlocksPerSm = 9;
-static_assert(kBoundedLeanThreads == kForwardBlockThreads, "the blocks the bound is for");
 // fp32 rows (FewerForwardVectors: hidden 4096 and 8192) where the lean
 // instance's 35-40 registers, against ForwardKernel's 64, take the launch in
 // fewer waves (FewerWaves). Launches of as many waves lost on the H200 (call
@@ -135,7 +130,7 @@ auto* LeanUnspreadInstance(const ForwardArgs& a, int tpr, int threads, int64_t b
   static_assert(kIters == 4, "rows of 4 vectors per thread");
   decltype(&LeanRowKernel<T, kVec, kIters, kCenter, 256, 0>) kernel = nullptr;
   constexpr bool kBoundable = kCenter ? sizeof(T) == 2 : std::is_same_v<T, __half>;
-  const bool bounded = kBoundable && threads <= kBoundedLeanThreads;
+  const bool bounded = kBoundable && threads <= kForwardBlockThreads;
   auto fixed = [&](auto tpr_constant) {
     constexpr int kTpr = decltype(tpr_constant)::value;
     if (tpr != kTpr) return;
@@ -302,49 +297,36 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
   // kOneRow). At 8 vectors bf16 LayerNorm spilled 200 bytes there, and fp32
   // rows measured slower (H200, ncu: LayerNorm 256 x 8192 6768 -> 7040 ns).
   const bool one_row = layout.rows_per_cta == 1 && layout.tpr >= 32;
-  // SpreadsOnce halves a row's 4 vectors per thread: 2.
+  // LeanRowKernel (forward_lean.cuh) where one of its four rules takes the
+  // launch (their layouts exclude each other), ForwardKernel otherwise
+  // (`generic`: the instance each rule weighs it against).
+  void (*lean)(int, ForwardArgs) = nullptr;
   if constexpr (kSpreadable && kIters == 2) {
+    // SpreadsOnce halves a row's 4 vectors per thread: 2.
     if (layout.spread > 0 && !preload && packed && full) {
-      if (auto* lean = SpreadRowInstance<T, kVec, kIters, kCenter>(layout.tpr)) {
-        lean<<<static_cast<unsigned>(blocks), layout.threads(), 0, stream>>>(layout.rows_per_cta,
-                                                                             a);
-        return cudaGetLastError();
-      }
+      lean = SpreadRowInstance<T, kVec, kIters, kCenter>(layout.tpr);
     }
-  }
-  if constexpr (kWide && kIters == 4) {
-    if (layout.spread == 0 && !preload && full && a.y == nullptr && a.residual_out == nullptr) {
-      auto* generic = &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kFloats, true>;
-      if (auto* lean = LeanUnspreadInstance<T, kVec, kIters, kCenter>(
-              a, layout.tpr, layout.threads(), blocks, generic)) {
-        lean<<<static_cast<unsigned>(blocks), layout.threads(), 0, stream>>>(layout.rows_per_cta,
-                                                                             a);
-        return cudaGetLastError();
-      }
-    }
-  }
-  if constexpr (sizeof(T) == 4 && kWide && kIters == 2) {
-    if (layout.spread == 0 && !preload && full && a.y == nullptr && a.residual_out == nullptr) {
-      auto* generic = &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kFloats, true>;
-      if (auto* lean = LeanPairInstance<T, kVec, kCenter>(a, layout.tpr, layout.threads(), blocks,
-                                                          generic)) {
-        lean<<<static_cast<unsigned>(blocks), layout.threads(), 0, stream>>>(layout.rows_per_cta,
-                                                                             a);
-        return cudaGetLastError();
-      }
-    }
-  }
-  if constexpr (kSpreadable && kIters == 2) {
     if (layout.spread == kSpreadOnce && !preload && full && a.y != nullptr) {
       auto* generic = &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kFloats, true, 0,
                                      false, true>;
-      if (auto* lean = LeanFusedInstance<T, kVec, kIters, kCenter>(a, layout.tpr, layout.threads(),
-                                                                   blocks, generic)) {
-        lean<<<static_cast<unsigned>(blocks), layout.threads(), 0, stream>>>(layout.rows_per_cta,
-                                                                             a);
-        return cudaGetLastError();
+      lean = LeanFusedInstance<T, kVec, kIters, kCenter>(a, layout.tpr, layout.threads(), blocks,
+                                                         generic);
+    }
+  }
+  if constexpr (kWide && (kIters == 4 || (sizeof(T) == 4 && kIters == 2))) {
+    if (layout.spread == 0 && !preload && full && a.y == nullptr && a.residual_out == nullptr) {
+      auto* generic = &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kFloats, true>;
+      if constexpr (kIters == 4) {
+        lean = LeanUnspreadInstance<T, kVec, kIters, kCenter>(a, layout.tpr, layout.threads(),
+                                                              blocks, generic);
+      } else {
+        lean = LeanPairInstance<T, kVec, kCenter>(a, layout.tpr, layout.threads(), blocks, generic);
       }
     }
+  }
+  if (lean != nullptr) {
+    lean<<<static_cast<unsigned>(blocks), layout.threads(), 0, stream>>>(layout.rows_per_cta, a);
+    return cudaGetLastError();
   }
   auto choose = [&](auto full_constant) {
     constexpr bool kFull = decltype(full_constant)::value;

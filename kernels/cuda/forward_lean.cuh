@@ -28,17 +28,13 @@
 
 namespace normserve::kernels::cuda {
 
-// Threads of the blocks an instance with kMinBlocks > 0 is launched with (at
-// most): the forward launcher's blocks of short rows (kForwardBlockThreads).
-inline constexpr int kBoundedLeanThreads = 128;
-
 // kFused: rows with y (p = x + y, residual_out optional), held as fp32 p.
-// kMinBlocks > 0: compiled for blocks of at most kBoundedLeanThreads threads,
-// kMinBlocks of them per SM (registers bounded to fit; 0: no bound past
-// kMaxThreads).
+// kMinBlocks > 0: compiled for blocks of at most kForwardBlockThreads threads
+// (the forward launcher's blocks of short rows), kMinBlocks of them per SM
+// (registers bounded to fit; 0: no bound past kMaxThreads).
 template <typename T, int VEC, int ITERS, bool kCenter, int kTpr, int kSpread = kSpreadOnce,
           bool kFused = false, int kMinBlocks = 0>
-__global__ void __launch_bounds__(kMinBlocks > 0 ? kBoundedLeanThreads : kMaxThreads, kMinBlocks)
+__global__ void __launch_bounds__(kMinBlocks > 0 ? kForwardBlockThreads : kMaxThreads, kMinBlocks)
     LeanRowKernel(const int rows_per_cta, const ForwardArgs a) {
   static_assert(sizeof(T) * VEC == 16, "rows of 16-byte vectors");
   static_assert(ForwardCanonical<VEC, ITERS, true>(), "canonical rows");

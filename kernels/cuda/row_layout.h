@@ -36,6 +36,9 @@ inline constexpr int kMaxThreads = 512;
 // Threads a block aims for when rows are short (several rows per block); the
 // forward launcher narrows blocks that are not latency-bound (forward_launch.cuh).
 inline constexpr int kTargetThreads = 256;
+// Threads of a forward block in launches that are not latency-bound: rows of
+// fewer threads share one (LaunchForwardRegisters), rows of more have their own.
+inline constexpr int kForwardBlockThreads = 128;
 // Blocks of a cluster that splits one backward row: kClusterCtas, or
 // kWideClusterCtas for rows too long for that, or kWidestClusterCtas (fp32
 // rows only; 8: the largest portable cluster).
