@@ -84,10 +84,10 @@ class DeterminismTest : public BackendTest<DType, int64_t> {
   // such as the H100, 16-bit rows of 1024-4096 on the H200), fp32 rows of
   // 4096 and 8192 in launches of 2^23 (LeanUnspreadInstance), and fp32 rows
   // of 1024 and 2048 in launches of 2^21, a wave fewer than ForwardKernel's
-  // (LeanPairInstance). (The launches of 600 rows
-  // are lean too, unspread, at hidden 1024-16384, but fp32 rows of 1024 and
-  // 2048.) 0 on the CPU backend, which has no such launches: the case would
-  // only cost CI time (about 14 s per hidden size).
+  // (LeanPairInstance). (The launches of 600 rows are lean too, unspread, at
+  // hidden 1024-16384, but fp32 rows of 1024 and 2048.) 0 on the CPU backend,
+  // which has no such launches: the case would only cost CI time (about 14 s
+  // per hidden size).
   int64_t LeanLaunchRows() const {
     const int64_t d = hidden();
     if (!OnCuda() || d > 8192 || (d & (d - 1)) != 0) return 0;
@@ -167,9 +167,9 @@ TEST_P(DeterminismTest, RowsAreBitwiseIdenticalAloneOrBatched) {
 // bf16 row of 4096 over 256 threads rather than 128 or 512). 16-bit rows with
 // a residual in launches of 1200 rows are spread once (on a GPU of 132 SMs
 // through LeanRowKernel's fused instance at hidden 2048-8192, a wave fewer:
-// LeanFusedInstance); the lean launch's rows
-// (LeanLaunchRows) run through LeanRowKernel, the generic launch's
-// (GenericLaunchRows) through ForwardKernel.
+// LeanFusedInstance); the lean launch's rows (LeanLaunchRows) run through
+// LeanRowKernel, the generic launch's (GenericLaunchRows) through
+// ForwardKernel.
 TEST_P(DeterminismTest, FullRowsAreBitwiseIdenticalInSmallAndLargeLaunches) {
   const int64_t d = hidden();
   if (d > 16384) GTEST_SKIP() << "rows this long fill a block unspread";
