@@ -135,20 +135,20 @@ StageOne ChooseGeneralStageOne(const RowLayout& layout, int64_t hidden, bool pla
     if (plain) return staged(IntConst<1>{}, std::false_type{}, kWithWeightRow);
   }
   // Plain fp32 rows of more than kTargetThreads and fewer than kMaxThreads
-  // threads (hidden 6148-7680; 4100-6144 are held) are staged too: the
-  // register kernel fits one such block per SM at 121-128 registers, stalled
-  // at every row's barriers, where the staged one keeps the next row in
-  // flight in shared memory (round10.md, call 1: 4096 x 5000 RMSNorm 113.8 ->
-  // 103.7 us, LayerNorm 121.5 -> 106.9 us). Rows of exactly kTargetThreads or
-  // kMaxThreads threads (hidden 3588-4096, 7684-8192) only on a device of high
-  // bandwidth per SM (HighDramBandwidthPerSm), measured on the H200
-  // (gpu-2026-11-26-round22.md, call 3): 16384 x 8192 RMSNorm 419.6 -> 397.2
-  // us, LayerNorm 448.6 -> 402.0, 32768 x 4096 LayerNorm 426.3 -> 404.5; on the
-  // H100 (call 4) 16384 x 8192 1 % slower (553.0 -> 558.0 us).
+  // threads (hidden 6148-7168; 4100-6144 and 7172-8192 are held) are staged
+  // too: the register kernel fits one such block per SM at 121-128 registers,
+  // stalled at every row's barriers, where the staged one keeps the next row
+  // in flight in shared memory (round10.md, call 1: 4096 x 5000 RMSNorm 113.8
+  // -> 103.7 us, LayerNorm 121.5 -> 106.9 us). Rows of exactly kTargetThreads
+  // threads (hidden 3588-4096) only on a device of high bandwidth per SM
+  // (HighDramBandwidthPerSm), measured on the H200 (gpu-2026-11-26-round22.md,
+  // call 3): 32768 x 4096 LayerNorm 426.3 -> 404.5 us. (The rule had also
+  // staged rows of 8192 there, held since round 33: 16384 x 8192 RMSNorm
+  // 419.6 -> 397.2; on the H100, call 4, 1 % slower, 553.0 -> 558.0 us.)
   if constexpr (sizeof(T) == 4 && VEC == 4) {
     const bool between = layout.tpr > kTargetThreads && layout.tpr < kMaxThreads;
-    const bool at_ends = layout.tpr == kTargetThreads || layout.tpr == kMaxThreads;
-    if (plain && (between || (at_ends && HighDramBandwidthPerSm()))) {
+    const bool at_target = layout.tpr == kTargetThreads;
+    if (plain && (between || (at_target && HighDramBandwidthPerSm()))) {
       return staged(IntConst<1>{}, std::false_type{}, kWithWeightRow);
     }
   }
@@ -188,23 +188,34 @@ StageOne ChooseGeneralStageOne(const RowLayout& layout, int64_t hidden, bool pla
 }
 
 // The held layout's instance (HeldIters, row_layout.h): BackwardStagedHeldKernel,
-// staged fused or not (fp32 rows of at most 6144 elements: stages of x, y
-// and dy take at most 144 KB, one block per SM). An fp32 launch's residual
-// gradient is stored as fp32, so as T.
+// staged fused or not, in one block or (8 vectors per thread, rows of more
+// than kHeldClusterVectors) a cluster of two. Stages of x, y and dy take at
+// most 192 KB: one block per SM. An fp32 launch's residual gradient is stored
+// as fp32, so as T.
 template <typename T, int ITERS, bool kCenter>
-StageOne ChooseHeldStageOne(int64_t hidden, bool plain, bool db, bool full, int tensors) {
+StageOne ChooseHeldStageOne(const RowLayout& layout, int64_t hidden, bool plain, bool db, bool full,
+                            int tensors) {
   StageOne s;
-  auto instance = [&](auto fused) {
+  auto instance = [&](auto fused, auto ctas) {
     constexpr bool kFused = decltype(fused)::value;
-    s.shared_bytes = StagedSharedBytes(1, hidden, sizeof(T), kFused ? tensors : 2,
-                                       /*weight_row=*/false);
+    constexpr int kCtas = decltype(ctas)::value;
+    s.cluster_ctas = kCtas;
+    s.shared_bytes = StagedSharedBytes(
+        1, LocalRowLength<16 / sizeof(T), ITERS, kCtas>(hidden, kCtas * kHeldRowThreads), sizeof(T),
+        kFused ? tensors : 2, /*weight_row=*/false);
     return ForDbFull(db, full, [](auto kdb, auto kfull) {
       return &BackwardStagedHeldKernel<T, ITERS, decltype(kdb)::value, kCenter,
-                                       decltype(kfull)::value, kFused>;
+                                       decltype(kfull)::value, kFused, kCtas>;
     });
   };
-  s.kernel = plain ? instance(std::false_type{}) : instance(std::true_type{});
-  return s;
+  auto with_ctas = [&](auto ctas) {
+    s.kernel = plain ? instance(std::false_type{}, ctas) : instance(std::true_type{}, ctas);
+    return s;
+  };
+  if constexpr (ITERS == 8) {
+    if (layout.ctas_per_row == kClusterCtas) return with_ctas(IntConst<kClusterCtas>{});
+  }
+  return with_ctas(IntConst<1>{});
 }
 
 // Stage one's instance for a layout of register kernels (iters > 0).
@@ -212,7 +223,7 @@ template <typename T, int VEC, int ITERS, bool kCenter>
 StageOne ChooseStageOne(const RowLayout& layout, int64_t hidden, bool plain, bool db, bool full,
                         bool partials, int tensors, bool residual_as_stored, int plan_blocks) {
   if constexpr (HeldIters(Pass::kBackward, static_cast<int>(sizeof(T)), VEC, ITERS)) {
-    return ChooseHeldStageOne<T, ITERS, kCenter>(hidden, plain, db, full, tensors);
+    return ChooseHeldStageOne<T, ITERS, kCenter>(layout, hidden, plain, db, full, tensors);
   } else {
     return ChooseGeneralStageOne<T, VEC, ITERS, kCenter>(layout, hidden, plain, db, full, partials,
                                                          tensors, residual_as_stored, plan_blocks);

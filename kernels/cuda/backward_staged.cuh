@@ -110,8 +110,8 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
   const T* residual_grad = static_cast<const T*>(a.grad_residual_out);
   const int tensors = kFused ? StagedTensors(a) : 2;
   // Whether vector `it` at column col lies inside the row. A held layout
-  // (kHeldRowThreads threads, ITERS the fewest vectors each that cover the
-  // row) has only its last vectors past the row's end.
+  // (kHeldRowThreads threads a block, ITERS the fewest vectors each that cover
+  // the row) has only its last vectors past the row's end.
   auto in_row = [&](int it, int col) { return kFull || (kHeld && it < ITERS - 1) || col < d; };
   constexpr int kX = 0, kDy = 1, kY = 2;  // kY: fused launches with y
   // This group's row of tensor `which` in stage s; a thread's vector `it` sits
@@ -360,21 +360,24 @@ __global__ void __launch_bounds__(kPairedThreads, 2)
       a, tpr, rows_per_cta, chunk_rows);
 }
 
-// fp32 rows of 1025-1536 vectors (hidden 4100-6144: row_layout.h's held
-// layout, kHeldRowThreads threads of ITERS = 5 or 6 vectors): one block per
-// SM, whose registers hold a row's r, dy and dr between the passes instead of
-// reading x, dy and scale * w back from shared memory, and scale * w for the
-// whole chunk (kHeld; 138-230 registers, no spills). The threads per row and
-// the one row per block are compile-time constants here, so the vectors'
-// addresses fold into immediates, and only a thread's last vector has a
-// bounds test: 1144 SASS instructions for the fused RMSNorm instance at
-// hidden 5000 where the 320-thread layout's took 1648 (round20.md, call 1).
-template <typename T, int ITERS, bool kDb, bool kCenter, bool kFull, bool kFused>
+// fp32 rows of row_layout.h's held layouts (hidden 4100-6144: kHeldRowThreads
+// threads of ITERS = 5 or 6 vectors; 7172-8192: of 8 vectors; 14340-16384:
+// kCtas = 2 such blocks of 8 vectors): one block per SM, whose registers hold
+// a row's r, dy and dr between the passes instead of reading x, dy and scale *
+// w back from shared memory, and scale * w for the whole chunk (kHeld; 138-255
+// registers; at 8 vectors over a cluster, LayerNorm with a bias fused spills
+// 4-16 bytes). The threads per row and the one row per block are compile-time
+// constants here, so the vectors' addresses fold into immediates, and only a
+// thread's last vector has a bounds test: 1144 SASS instructions for the
+// fused RMSNorm instance at hidden 5000 where the 320-thread layout's took
+// 1648 (round20.md, call 1).
+template <typename T, int ITERS, bool kDb, bool kCenter, bool kFull, bool kFused, int kCtas = 1>
 __global__ void __launch_bounds__(kHeldRowThreads, 1)
     BackwardStagedHeldKernel(const BackwardArgs a, const int /*tpr*/, const int /*rows_per_cta*/,
                              const int64_t chunk_rows) {
-  BackwardStagedRows<T, 16 / sizeof(T), ITERS, kDb, kCenter, 1, kFull, kFused,
-                     /*kWeightRow=*/false, /*kHeld=*/true>(a, kHeldRowThreads, 1, chunk_rows);
+  BackwardStagedRows<T, 16 / sizeof(T), ITERS, kDb, kCenter, kCtas, kFull, kFused,
+                     /*kWeightRow=*/false, /*kHeld=*/true>(a, kCtas * kHeldRowThreads, 1,
+                                                           chunk_rows);
 }
 
 }  // namespace normserve::kernels::cuda

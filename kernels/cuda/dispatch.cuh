@@ -2,8 +2,8 @@
 // instances, for forward and backward alike:
 //   vec   in {16 / sizeof(T), 1}
 //   iters in {1, 2, 4, 8} with vec * iters <= MaxElemsPerThread(pass, sizeof(T)),
-//         or 0 for the streaming kernel, or 5 / 6 for the held fp32 backward
-//         rows (HeldIters).
+//         or 0 for the streaming kernel, or 5 / 6 / 8 for the held fp32
+//         backward rows (HeldIters).
 // `launch` is called as launch(std::integral_constant<int, VEC>{},
 // std::integral_constant<int, ITERS>{}) and returns a cudaError_t.
 #ifndef NORMSERVE_KERNELS_CUDA_DISPATCH_CUH_

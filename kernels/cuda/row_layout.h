@@ -61,10 +61,25 @@ constexpr int MaxElemsPerThread(Pass pass, int elem_size) {
 // (bench/results/gpu-2026-11-25-round20.md, call 1), fp32 4096 x 5000 add +
 // RMSNorm backward 127.1 -> 121.8 us, RMSNorm 98.6 -> 94.6, LayerNorm
 // 100.7 -> 95.8; 4096 x 4200 113.1 -> 105.2; 32768 x 5000 893.3 -> 879.8.
+// Rows of 1793-2048 vectors (hidden 7172-8192) are held at 8 vectors per
+// thread, and rows of 3585-4096 (hidden 14340-16384) over a cluster of two
+// such blocks (kHeldClusterVectors), where they took 4 vectors in a block of
+// up to 512 threads or a cluster of two: the peers' fastest fp32 backward runs
+// them so (Quack, 256 threads of 8 vectors, 223-244 registers; ours 204-255,
+// LayerNorm with a bias fused over a cluster spills 4-16 bytes). Measured
+// (bench/results/gpu-2026-11-27-round33.md, calls 3-6), add + RMSNorm
+// backward: H200 8192 x 16384 516.3 -> 511.7 us, 4096 x 8192 138.8 -> 135.8,
+// 2048 x 15000 175.5 -> 135.2; H100 8192 x 16384 721.0 -> 718.1, 2048 x 15000
+// 205.0 -> 184.0; LayerNorm 1024 x 8192 40.1 -> 36.3 (H200), 51.05 -> 46.0
+// (H100). No shape slower by more than 0.5 %, rows of 7168 and 14336 (not
+// held) unchanged.
 inline constexpr int kHeldRowThreads = 256;
 constexpr bool HeldIters(Pass pass, int elem_size, int vec, int iters) {
-  return pass == Pass::kBackward && elem_size == 4 && vec == 4 && (iters == 5 || iters == 6);
+  return pass == Pass::kBackward && elem_size == 4 && vec == 4 &&
+         (iters == 5 || iters == 6 || iters == 8);
 }
+// Held rows of more than this many vectors are split over a cluster of two.
+inline constexpr int64_t kHeldClusterVectors = 8 * kHeldRowThreads;
 
 struct RowLayout {
   int vec = 1;           // elements per vector access: 16 / sizeof(T), or 1
@@ -122,11 +137,17 @@ inline RowLayout ChooseRowLayout(Pass pass, DType dtype, int64_t hidden, bool al
   const int full_vec = static_cast<int>(16 / DTypeSize(dtype));
   layout.vec = aligned && hidden % full_vec == 0 ? full_vec : 1;
   const int64_t vectors = (hidden + layout.vec - 1) / layout.vec;
-  if (pass == Pass::kBackward && layout.vec == 4 && vectors > 4 * kHeldRowThreads &&  // fp32
-      vectors <= 6 * kHeldRowThreads) {
-    layout.iters = static_cast<int>((vectors + kHeldRowThreads - 1) / kHeldRowThreads);
-    layout.tpr = kHeldRowThreads;
-    return layout;
+  if (pass == Pass::kBackward && layout.vec == 4) {  // fp32: the held layouts (HeldIters)
+    constexpr int64_t kThreads = kHeldRowThreads;
+    const bool five_or_six = vectors > 4 * kThreads && vectors <= 6 * kThreads;
+    const bool eight = vectors > 7 * kThreads && vectors <= 8 * kThreads;
+    const bool eight_split = vectors > 14 * kThreads && vectors <= 16 * kThreads;
+    if (five_or_six || eight || eight_split) {
+      layout.ctas_per_row = vectors > kHeldClusterVectors ? kClusterCtas : 1;
+      layout.tpr = kHeldRowThreads * layout.ctas_per_row;
+      layout.iters = static_cast<int>((vectors + layout.tpr - 1) / layout.tpr);
+      return layout;
+    }
   }
   // Preferred vectors per thread: enough independent 16-byte loads in flight,
   // few enough registers for several blocks per SM.
@@ -167,11 +188,12 @@ inline RowLayout ChooseRowLayout(Pass pass, DType dtype, int64_t hidden, bool al
   const int iters = ItersFor(vectors, tpr < kMaxThreads ? tpr : kMaxThreads);
   const bool fits = iters <= 8 && layout.vec * iters <= max_elems;
   // Backward rows one block cannot hold in registers (fp32 rows of
-  // 8193-16384 elements, 16-bit ones of 16385-32768) are split over a cluster
-  // of two blocks, 4 vectors per thread, rather than streamed from L2 several
-  // times: fp32 8192 x 16384 RMSNorm 1380 -> 672 us, LayerNorm 2180 -> 784 us
-  // (bench/results/gpu-2026-11-23-round5.md). (The same split of 16-bit
-  // forward rows of 16384 measured slower than one block: 204 -> 267 us.)
+  // 8193-14336 elements, as 14340-16384 are held; 16-bit ones of 16385-32768)
+  // are split over a cluster of two blocks, 4 vectors per thread, rather than
+  // streamed from L2 several times: fp32 8192 x 16384 RMSNorm 1380 -> 672 us,
+  // LayerNorm 2180 -> 784 us (bench/results/gpu-2026-11-23-round5.md). (The
+  // same split of 16-bit forward rows of 16384 measured slower than one block:
+  // 204 -> 267 us.)
   // Rows too long for two blocks (fp32 up to 32768, 16-bit up to 65536) are
   // split over four rather than streamed: fp32 4096 x 20000 RMSNorm 934 ->
   // 410 us, LayerNorm 1382 -> 375 us; bf16 1024 x 65536 1166 -> 172 us,

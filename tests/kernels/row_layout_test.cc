@@ -53,10 +53,13 @@ TEST(RowLayoutTest, EveryLayoutCoversTheRowWithAnInstantiatedKernel) {
             ASSERT_EQ(l.ctas_per_row, 1);
             continue;
           }
-          if (HeldIters(pass, elem, l.vec, l.iters)) {
-            // The held kernel's layout: one block per row, the fewest vectors
-            // per thread, so only the last ones may lie past the row's end.
-            ASSERT_EQ(l.tpr, kHeldRowThreads);
+          const bool held = HeldIters(pass, elem, l.vec, l.iters);
+          if (held) {
+            // The held kernel's layout: one block per row (8 vectors: or a
+            // cluster of two), the fewest vectors per thread, so only the last
+            // ones may lie past the row's end.
+            ASSERT_EQ(l.tpr, kHeldRowThreads * l.ctas_per_row);
+            ASSERT_TRUE(l.ctas_per_row == 1 || (l.ctas_per_row == kClusterCtas && l.iters == 8));
             ASSERT_EQ(l.rows_per_cta, 1);
             ASSERT_LT(int64_t{l.tpr} * (l.iters - 1) * l.vec, hidden);
           } else {
@@ -67,13 +70,13 @@ TEST(RowLayoutTest, EveryLayoutCoversTheRowWithAnInstantiatedKernel) {
           ASSERT_LE(l.threads(), kMaxThreads);
           if (l.ctas_per_row > 1) {
             // The cluster launchers' instances: backward, full vectors, four
-            // per thread, one row per cluster of whole warps per block, the
-            // wide cluster only for rows the narrow one cannot hold.
+            // per thread (held: eight), one row per cluster of whole warps per
+            // block, the wide cluster only for rows the narrow one cannot hold.
             ASSERT_EQ(pass, Pass::kBackward);
             ASSERT_TRUE(l.ctas_per_row == kClusterCtas || l.ctas_per_row == kWideClusterCtas ||
                         (l.ctas_per_row == kWidestClusterCtas && elem == 4));
             ASSERT_EQ(l.vec, 16 / elem);
-            ASSERT_EQ(l.iters, 4);
+            ASSERT_EQ(l.iters, held ? 8 : 4);
             ASSERT_EQ(l.rows_per_cta, 1);
             ASSERT_EQ(l.tpr % (32 * l.ctas_per_row), 0);
             if (l.ctas_per_row > kClusterCtas) {
@@ -125,8 +128,13 @@ TEST(RowLayoutTest, MeasuredChoices) {
       {Pass::kBackward, DType::kF32, 5124, 256, 6, 1},     // held: 6 vectors
       {Pass::kBackward, DType::kF32, 6144, 256, 6, 1},     // held: 6 vectors
       {Pass::kBackward, DType::kF32, 6148, 416, 4, 1},     // 4 vectors, one block
-      {Pass::kBackward, DType::kF32, 16384, 1024, 4, 2},   // cluster
+      {Pass::kBackward, DType::kF32, 7168, 448, 4, 1},     // 4 vectors, one block
+      {Pass::kBackward, DType::kF32, 7172, 256, 8, 1},     // held: 8 vectors
+      {Pass::kBackward, DType::kF32, 8192, 256, 8, 1},     // held: 8 vectors
       {Pass::kBackward, DType::kF32, 10000, 640, 4, 2},    // cluster
+      {Pass::kBackward, DType::kF32, 14336, 896, 4, 2},    // cluster
+      {Pass::kBackward, DType::kF32, 14340, 512, 8, 2},    // held: 8 vectors, a cluster
+      {Pass::kBackward, DType::kF32, 16384, 512, 8, 2},    // held: 8 vectors, a cluster
       {Pass::kBackward, DType::kBF16, 8192, 512, 2, 1},    // 2 vectors, one block
       {Pass::kBackward, DType::kBF16, 16384, 512, 4, 1},   // fits one block
       {Pass::kBackward, DType::kBF16, 32768, 1024, 4, 2},  // cluster
