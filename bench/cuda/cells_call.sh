@@ -6,6 +6,8 @@
 # `mkdir -p /tmp/stash && cp .quack_a/* /tmp/stash/` (bench/cuda/make_peer_carry.sh makes the
 # folders). Carry here: .quack_b .devdeps .whl .peers
 #   OUT=$OUT [CELLS="rms_fwd:bf16:4096x4096 ..."] bash bench/cuda/cells_call.sh
+# NCU="ncu's section / metric arguments": no timing; ncu's report of one call of each peer per
+# cell in $OUT/ncu.txt.
 # Then: python3 bench/cuda/interleaved.py --best|--table interleaved.json
 set -uo pipefail
 OUT=${OUT:-/tmp/o}; mkdir -p "$OUT"
@@ -30,6 +32,15 @@ export LD_LIBRARY_PATH=$PWD/.devdeps/lib/x86_64-linux-gnu
   { tail -20 "$OUT/build.log"; exit 1; }
 stamp cells
 export PYTHONPATH=$PWD/.peers:/tmp/site:/tmp/site/nvidia_cutlass_dsl/dsl_packages
+if [[ -n ${NCU:-} ]]; then  # each peer's call profiled once, in the order cells.err lists
+  # shellcheck disable=SC2086  # NCU and CELLS are lists
+  PROFILE=1 FI_NORM_SO=$PWD/.peers/fi_norm.so timeout "${CELLS_TIMEOUT:-450}" \
+    ncu --profile-from-start off --clock-control none $NCU \
+    python3 bench/cuda/interleaved.py build-gpu/bench/cuda/libnormserve_peer_shim.so $CELLS \
+    > "$OUT/ncu.txt" 2> "$OUT/cells.err"
+  echo "ncu rc=$?"; grep PROFILE "$OUT/cells.err"
+  stamp "done"; (cd "$OUT" && tar czf logs.tgz ./*.log ./*.err; rm -f ./*.log); exit 0
+fi
 watch=$(bash bench/cuda/clock_watch.sh start "$OUT/clocks.csv")
 # shellcheck disable=SC2086  # CELLS is a list
 FI_NORM_SO=$PWD/.peers/fi_norm.so OUT=$OUT timeout "${CELLS_TIMEOUT:-450}" \

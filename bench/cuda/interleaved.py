@@ -24,6 +24,9 @@ us between the rounds of one cell), so a median under ~60 us sits on one of two 
 order cells closer than a step (2 % at 30 us); the mean of the samples (10^2-10^3 per call)
 straddles the steps.
 
+PROFILE=1: no timing; each peer's function called once between torch.cuda.profiler.start() and
+stop(), for `ncu --profile-from-start off` (the order of the calls goes to stderr).
+
 Prints one JSON row per (cell, round, peer) and writes them to $OUT/interleaved.json.
   python3 bench/cuda/interleaved.py --table interleaved.json ...  # the markdown table
   python3 bench/cuda/interleaved.py --best interleaved.json ...   # the fastest peer per cell
@@ -273,6 +276,15 @@ def main():
         except Exception as exc:  # a cell some peer cannot run: reported, the others go on
             print(f"SKIP {spec}: {type(exc).__name__}: {str(exc)[:300]}", file=sys.stderr,
                   flush=True)
+            continue
+        if os.environ.get("PROFILE"):  # one call each, for ncu --profile-from-start off
+            for peer, (f, _) in peers.items():
+                print(f"PROFILE {spec} {peer}", file=sys.stderr, flush=True)
+                torch.cuda.synchronize()
+                torch.cuda.profiler.start()
+                f()
+                torch.cuda.synchronize()
+                torch.cuda.profiler.stop()
             continue
         for rnd in range(ROUNDS):
             for peer, (f, error) in peers.items():
