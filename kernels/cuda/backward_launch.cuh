@@ -188,8 +188,8 @@ StageOne ChooseGeneralStageOne(const RowLayout& layout, int64_t hidden, bool pla
 }
 
 // The held layout's instance (HeldIters, row_layout.h): BackwardStagedHeldKernel,
-// staged fused or not, in one block or (8 vectors per thread, rows of more
-// than kHeldClusterVectors) a cluster of two. Stages of x, y and dy take at
+// staged fused or not, in one block or (rows of more than
+// kHeldClusterVectors) a cluster of two. Stages of x, y and dy take at
 // most 192 KB: one block per SM. An fp32 launch's residual gradient is stored
 // as fp32, so as T.
 template <typename T, int ITERS, bool kCenter>
@@ -212,9 +212,7 @@ StageOne ChooseHeldStageOne(const RowLayout& layout, int64_t hidden, bool plain,
     s.kernel = plain ? instance(std::false_type{}, ctas) : instance(std::true_type{}, ctas);
     return s;
   };
-  if constexpr (ITERS == 8) {
-    if (layout.ctas_per_row == kClusterCtas) return with_ctas(IntConst<kClusterCtas>{});
-  }
+  if (layout.ctas_per_row == kClusterCtas) return with_ctas(IntConst<kClusterCtas>{});
   return with_ctas(IntConst<1>{});
 }
 

@@ -360,14 +360,13 @@ __global__ void __launch_bounds__(kPairedThreads, 2)
       a, tpr, rows_per_cta, chunk_rows);
 }
 
-// fp32 rows of row_layout.h's held layouts (hidden 4100-6144: kHeldRowThreads
-// threads of ITERS = 5 or 6 vectors; 7172-8192: of 8 vectors; 14340-16384:
-// kCtas = 2 such blocks of 8 vectors): one block per SM, whose registers hold
-// a row's r, dy and dr between the passes instead of reading x, dy and scale *
-// w back from shared memory, and scale * w for the whole chunk (kHeld; 138-255
-// registers; at 8 vectors over a cluster, LayerNorm with a bias fused spills
-// 4-16 bytes). The threads per row and the one row per block are compile-time
-// constants here, so the vectors' addresses fold into immediates, and only a
+// fp32 rows of row_layout.h's held layouts (hidden 4100-8192: kHeldRowThreads
+// threads of ITERS = 5 to 8 vectors; 8196-16384: kCtas = 2 such blocks): one
+// block per SM, whose registers hold a row's r, dy and dr between the passes
+// instead of reading x, dy and scale * w back from shared memory, and scale *
+// w for the whole chunk (kHeld; 138-255 registers; at 8 vectors over a
+// cluster, LayerNorm with a bias fused spills 4-16 bytes). The threads per row and the one row per
+// block are compile-time constants here, so the vectors' addresses fold into immediates, and only a
 // thread's last vector has a bounds test: 1144 SASS instructions for the
 // fused RMSNorm instance at hidden 5000 where the 320-thread layout's took
 // 1648 (round20.md, call 1).

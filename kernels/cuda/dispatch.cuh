@@ -46,6 +46,8 @@ cudaError_t DispatchIters(int iters, Launch& launch) {
       return LaunchInstance<kPass, T, VEC, 5>(launch);
     case 6:
       return LaunchInstance<kPass, T, VEC, 6>(launch);
+    case 7:
+      return LaunchInstance<kPass, T, VEC, 7>(launch);
     case 8:
       return LaunchInstance<kPass, T, VEC, 8>(launch);
     default:

@@ -52,9 +52,10 @@ constexpr int MaxElemsPerThread(Pass pass, int elem_size) {
   return pass == Pass::kForward ? 64 : 64 / elem_size;
 }
 
-// fp32 backward rows of 1025-1536 full vectors (hidden 4100-6144): one block
-// of kHeldRowThreads threads per row, the fewest vectors each that cover it (5
-// or 6: HeldIters), a block per SM whose registers hold the row between the
+// fp32 backward rows of 1025-4096 full vectors (hidden 4100-16384): one block
+// of kHeldRowThreads threads per row (rows of more than kHeldClusterVectors: a
+// cluster of two), the fewest vectors each that cover it (5 to 8: HeldIters),
+// a block per SM whose registers hold the row between the
 // passes (BackwardStagedHeldKernel, backward_staged.cuh). Fewer threads of
 // more vectors than the 288-384 threads of 4 vectors the rule below gives,
 // and a thread count the kernel knows at compile time: measured on the H100
@@ -71,12 +72,16 @@ constexpr int MaxElemsPerThread(Pass pass, int elem_size) {
 // backward: H200 8192 x 16384 516.3 -> 511.7 us, 4096 x 8192 138.8 -> 135.8,
 // 2048 x 15000 175.5 -> 135.2; H100 8192 x 16384 721.0 -> 718.1, 2048 x 15000
 // 205.0 -> 184.0; LayerNorm 1024 x 8192 40.1 -> 36.3 (H200), 51.05 -> 46.0
-// (H100). No shape slower by more than 0.5 %, rows of 7168 and 14336 (not
-// held) unchanged.
+// (H100). No shape slower by more than 0.5 %. Then every row between (7
+// vectors; clusters of 5-7 for rows of 2049-3584 vectors, hidden 8196-14336),
+// which had taken 4 vectors in up to 512 threads or a cluster of two such
+// blocks (bench/results/gpu-2026-11-27-round34.md, calls 1 and 3), add +
+// RMSNorm backward: 2048 x 10000 H200 131.2 -> 102.5 us, H100 152.8 -> 129.5;
+// 4096 x 6500 131.2 -> 117.2, 164.1 -> 158.7; 2048 x 14336 124.4 -> 121.3,
+// 170.7 -> 168.3. No shape slower.
 inline constexpr int kHeldRowThreads = 256;
 constexpr bool HeldIters(Pass pass, int elem_size, int vec, int iters) {
-  return pass == Pass::kBackward && elem_size == 4 && vec == 4 &&
-         (iters == 5 || iters == 6 || iters == 8);
+  return pass == Pass::kBackward && elem_size == 4 && vec == 4 && iters >= 5 && iters <= 8;
 }
 // Held rows of more than this many vectors are split over a cluster of two.
 inline constexpr int64_t kHeldClusterVectors = 8 * kHeldRowThreads;
@@ -139,10 +144,7 @@ inline RowLayout ChooseRowLayout(Pass pass, DType dtype, int64_t hidden, bool al
   const int64_t vectors = (hidden + layout.vec - 1) / layout.vec;
   if (pass == Pass::kBackward && layout.vec == 4) {  // fp32: the held layouts (HeldIters)
     constexpr int64_t kThreads = kHeldRowThreads;
-    const bool five_or_six = vectors > 4 * kThreads && vectors <= 6 * kThreads;
-    const bool eight = vectors > 7 * kThreads && vectors <= 8 * kThreads;
-    const bool eight_split = vectors > 14 * kThreads && vectors <= 16 * kThreads;
-    if (five_or_six || eight || eight_split) {
+    if (vectors > 4 * kThreads && vectors <= 16 * kThreads) {
       layout.ctas_per_row = vectors > kHeldClusterVectors ? kClusterCtas : 1;
       layout.tpr = kHeldRowThreads * layout.ctas_per_row;
       layout.iters = static_cast<int>((vectors + layout.tpr - 1) / layout.tpr);

@@ -155,12 +155,12 @@ TEST_P(ManyRowsBackwardTest, EveryRowAndTheReductionsMatchReference) {
 }
 
 // 8192: 16-bit rows at 2 vectors per thread in a block of 512 threads. 10000
-// and 20000: fp32 and 16-bit rows that the CUDA backward splits over a cluster
-// of two blocks (fp32 20000: of four). 16384: 16-bit rows at 4 vectors that
-// fill the block (the CUDA instances without bounds tests). 4608, 5000, 5120,
-// 6144, 7500 and 8192: fp32 rows the CUDA backward holds in 256 threads of 5,
-// 6 or 8 vectors, 15000 and 16384 in a cluster of two such blocks (5120, 6144,
-// 8192 and 16384 fill them, no bounds tests). 4608 and 5000:
+// and 20000: 16-bit rows that the CUDA backward splits over a cluster of two
+// blocks, fp32 20000 over four. 16384: 16-bit rows at 4 vectors that fill the
+// block (the CUDA instances without bounds tests). 4608, 5000, 5120, 6144,
+// 6500, 7500 and 8192: fp32 rows the CUDA backward holds in 256 threads of 5
+// to 8 vectors, 10000, 14336, 15000 and 16384 in a cluster of two such blocks
+// (5120, 6144, 8192, 14336 and 16384 fill them, no bounds tests). 4608 and 5000:
 // 16-bit rows in blocks of 288 / 320 threads, two per SM (the paired
 // instances, with and without bounds tests). 15000 and 16384: 16-bit rows
 // whose fused stages with y leave no room for scale * w in shared memory.
@@ -170,9 +170,10 @@ INSTANTIATE_TEST_SUITE_P(
     Kernels, ManyRowsBackwardTest,
     ::testing::Combine(::testing::ValuesIn(BackendNames()), AllDTypes(),
                        ::testing::Values(int64_t{4096}, int64_t{4608}, int64_t{5000}, int64_t{5120},
-                                         int64_t{6144}, int64_t{7500}, int64_t{8192},
-                                         int64_t{10000}, int64_t{15000}, int64_t{16384},
-                                         int64_t{20000}, int64_t{40000}, int64_t{40001})),
+                                         int64_t{6144}, int64_t{6500}, int64_t{7500}, int64_t{8192},
+                                         int64_t{10000}, int64_t{14336}, int64_t{15000},
+                                         int64_t{16384}, int64_t{20000}, int64_t{40000},
+                                         int64_t{40001})),
     SuiteParamName);
 
 }  // namespace

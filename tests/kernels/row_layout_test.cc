@@ -23,6 +23,7 @@ using kernels::cuda::FullRow;
 using kernels::cuda::HeldIters;
 using kernels::cuda::InterleavedChunks;
 using kernels::cuda::kClusterCtas;
+using kernels::cuda::kHeldClusterVectors;
 using kernels::cuda::kHeldRowThreads;
 using kernels::cuda::kMaxThreads;
 using kernels::cuda::kTargetThreads;
@@ -55,11 +56,11 @@ TEST(RowLayoutTest, EveryLayoutCoversTheRowWithAnInstantiatedKernel) {
           }
           const bool held = HeldIters(pass, elem, l.vec, l.iters);
           if (held) {
-            // The held kernel's layout: one block per row (8 vectors: or a
-            // cluster of two), the fewest vectors per thread, so only the last
-            // ones may lie past the row's end.
+            // The held kernel's layout: one block per row (rows of more than
+            // kHeldClusterVectors: a cluster of two), the fewest vectors per
+            // thread, so only the last ones may lie past the row's end.
             ASSERT_EQ(l.tpr, kHeldRowThreads * l.ctas_per_row);
-            ASSERT_TRUE(l.ctas_per_row == 1 || (l.ctas_per_row == kClusterCtas && l.iters == 8));
+            ASSERT_EQ(l.ctas_per_row, hidden > kHeldClusterVectors * l.vec ? kClusterCtas : 1);
             ASSERT_EQ(l.rows_per_cta, 1);
             ASSERT_LT(int64_t{l.tpr} * (l.iters - 1) * l.vec, hidden);
           } else {
@@ -70,13 +71,14 @@ TEST(RowLayoutTest, EveryLayoutCoversTheRowWithAnInstantiatedKernel) {
           ASSERT_LE(l.threads(), kMaxThreads);
           if (l.ctas_per_row > 1) {
             // The cluster launchers' instances: backward, full vectors, four
-            // per thread (held: eight), one row per cluster of whole warps per
-            // block, the wide cluster only for rows the narrow one cannot hold.
+            // per thread (held: five to eight), one row per cluster of whole
+            // warps per block, the wide cluster only for rows the narrow one
+            // cannot hold.
             ASSERT_EQ(pass, Pass::kBackward);
             ASSERT_TRUE(l.ctas_per_row == kClusterCtas || l.ctas_per_row == kWideClusterCtas ||
                         (l.ctas_per_row == kWidestClusterCtas && elem == 4));
             ASSERT_EQ(l.vec, 16 / elem);
-            ASSERT_EQ(l.iters, held ? 8 : 4);
+            if (!held) ASSERT_EQ(l.iters, 4);
             ASSERT_EQ(l.rows_per_cta, 1);
             ASSERT_EQ(l.tpr % (32 * l.ctas_per_row), 0);
             if (l.ctas_per_row > kClusterCtas) {
@@ -127,12 +129,14 @@ TEST(RowLayoutTest, MeasuredChoices) {
       {Pass::kBackward, DType::kF32, 5120, 256, 5, 1},     // held: 5 vectors
       {Pass::kBackward, DType::kF32, 5124, 256, 6, 1},     // held: 6 vectors
       {Pass::kBackward, DType::kF32, 6144, 256, 6, 1},     // held: 6 vectors
-      {Pass::kBackward, DType::kF32, 6148, 416, 4, 1},     // 4 vectors, one block
-      {Pass::kBackward, DType::kF32, 7168, 448, 4, 1},     // 4 vectors, one block
+      {Pass::kBackward, DType::kF32, 6148, 256, 7, 1},     // held: 7 vectors
+      {Pass::kBackward, DType::kF32, 7168, 256, 7, 1},     // held: 7 vectors
       {Pass::kBackward, DType::kF32, 7172, 256, 8, 1},     // held: 8 vectors
       {Pass::kBackward, DType::kF32, 8192, 256, 8, 1},     // held: 8 vectors
-      {Pass::kBackward, DType::kF32, 10000, 640, 4, 2},    // cluster
-      {Pass::kBackward, DType::kF32, 14336, 896, 4, 2},    // cluster
+      {Pass::kBackward, DType::kF32, 8196, 512, 5, 2},     // held: 5 vectors, a cluster
+      {Pass::kBackward, DType::kF32, 10000, 512, 5, 2},    // held: 5 vectors, a cluster
+      {Pass::kBackward, DType::kF32, 12288, 512, 6, 2},    // held: 6 vectors, a cluster
+      {Pass::kBackward, DType::kF32, 14336, 512, 7, 2},    // held: 7 vectors, a cluster
       {Pass::kBackward, DType::kF32, 14340, 512, 8, 2},    // held: 8 vectors, a cluster
       {Pass::kBackward, DType::kF32, 16384, 512, 8, 2},    // held: 8 vectors, a cluster
       {Pass::kBackward, DType::kBF16, 8192, 512, 2, 1},    // 2 vectors, one block
