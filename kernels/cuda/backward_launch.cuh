@@ -134,21 +134,18 @@ StageOne ChooseGeneralStageOne(const RowLayout& layout, int64_t hidden, bool pla
   if constexpr (sizeof(T) == 2 && VEC == 8) {
     if (plain) return staged(IntConst<1>{}, std::false_type{}, kWithWeightRow);
   }
-  // Plain fp32 rows of more than kTargetThreads and fewer than kMaxThreads
-  // threads (hidden 6148-7168; 4100-6144 and 7172-8192 are held) are staged
-  // too: the register kernel fits one such block per SM at 121-128 registers,
-  // stalled at every row's barriers, where the staged one keeps the next row
-  // in flight in shared memory (round10.md, call 1: 4096 x 5000 RMSNorm 113.8
-  // -> 103.7 us, LayerNorm 121.5 -> 106.9 us). Rows of exactly kTargetThreads
-  // threads (hidden 3588-4096) only on a device of high bandwidth per SM
-  // (HighDramBandwidthPerSm), measured on the H200 (gpu-2026-11-26-round22.md,
-  // call 3): 32768 x 4096 LayerNorm 426.3 -> 404.5 us. (The rule had also
-  // staged rows of 8192 there, held since round 33: 16384 x 8192 RMSNorm
-  // 419.6 -> 397.2; on the H100, call 4, 1 % slower, 553.0 -> 558.0 us.)
+  // Plain fp32 rows of exactly kTargetThreads threads (hidden 3588-4096) are
+  // staged on a device of high bandwidth per SM (HighDramBandwidthPerSm): the
+  // staged kernel keeps the next row in flight in shared memory where the
+  // register kernel stalls at every row's barriers. Measured on the H200
+  // (gpu-2026-11-26-round22.md, call 3): 32768 x 4096 LayerNorm 426.3 -> 404.5
+  // us. (Rows of 257-511 threads were staged on every GPU, round10.md, call 1:
+  // 4096 x 5000 RMSNorm 113.8 -> 103.7 us; they are held since round 34. The
+  // rule had also staged rows of 8192 on the H200, held since round 33: 16384
+  // x 8192 RMSNorm 419.6 -> 397.2; on the H100, call 4, 1 % slower, 553.0 ->
+  // 558.0 us.)
   if constexpr (sizeof(T) == 4 && VEC == 4) {
-    const bool between = layout.tpr > kTargetThreads && layout.tpr < kMaxThreads;
-    const bool at_target = layout.tpr == kTargetThreads;
-    if (plain && (between || (at_target && HighDramBandwidthPerSm()))) {
+    if (plain && layout.tpr == kTargetThreads && HighDramBandwidthPerSm()) {
       return staged(IntConst<1>{}, std::false_type{}, kWithWeightRow);
     }
   }

@@ -66,6 +66,11 @@ TEST(RowLayoutTest, EveryLayoutCoversTheRowWithAnInstantiatedKernel) {
           } else {
             ASSERT_TRUE(l.iters == 1 || l.iters == 2 || l.iters == 4 || l.iters == 8);
             ASSERT_LE(l.vec * l.iters, MaxElemsPerThread(pass, elem));
+            if (pass == Pass::kBackward && elem == 4 && l.vec == 4 && l.ctas_per_row == 1) {
+              // Longer fp32 rows are held: the backward launcher has no rule
+              // for one-block rows of more threads (ChooseGeneralStageOne).
+              ASSERT_LE(l.tpr, kTargetThreads);
+            }
           }
           ASSERT_GE(int64_t{l.tpr} * l.iters * l.vec, hidden);
           ASSERT_LE(l.threads(), kMaxThreads);
