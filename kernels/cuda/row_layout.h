@@ -55,18 +55,18 @@ constexpr int MaxElemsPerThread(Pass pass, int elem_size) {
 // fp32 backward rows of 1025-4096 full vectors (hidden 4100-16384): one block
 // of kHeldRowThreads threads per row (rows of more than kHeldClusterVectors: a
 // cluster of two), the fewest vectors each that cover it (5 to 8: HeldIters),
-// a block per SM whose registers hold the row between the
-// passes (BackwardStagedHeldKernel, backward_staged.cuh). Fewer threads of
-// more vectors than the 288-384 threads of 4 vectors the rule below gives,
-// and a thread count the kernel knows at compile time: measured on the H100
-// (bench/results/gpu-2026-11-25-round20.md, call 1), fp32 4096 x 5000 add +
-// RMSNorm backward 127.1 -> 121.8 us, RMSNorm 98.6 -> 94.6, LayerNorm
-// 100.7 -> 95.8; 4096 x 4200 113.1 -> 105.2; 32768 x 5000 893.3 -> 879.8.
-// Rows of 1793-2048 vectors (hidden 7172-8192) are held at 8 vectors per
-// thread, and rows of 3585-4096 (hidden 14340-16384) over a cluster of two
-// such blocks (kHeldClusterVectors), where they took 4 vectors in a block of
-// up to 512 threads or a cluster of two: the peers' fastest fp32 backward runs
-// them so (Quack, 256 threads of 8 vectors, 223-244 registers; ours 204-255,
+// a block per SM whose registers hold the row between the passes
+// (BackwardStagedHeldKernel, backward_staged.cuh): fewer threads of more
+// vectors than the general rule below (4 vectors in up to 512 threads, or a
+// cluster of two such blocks), and a thread count the kernel knows at compile
+// time. Taken in three steps. First rows of 1025-1536 vectors (hidden
+// 4100-6144), measured on the H100 (bench/results/gpu-2026-11-25-round20.md,
+// call 1): fp32 4096 x 5000 add + RMSNorm backward 127.1 -> 121.8 us, RMSNorm
+// 98.6 -> 94.6, LayerNorm 100.7 -> 95.8; 4096 x 4200 113.1 -> 105.2; 32768 x
+// 5000 893.3 -> 879.8. Then rows of 1793-2048 vectors (hidden 7172-8192) at 8
+// vectors per thread, and rows of 3585-4096 (hidden 14340-16384) over a
+// cluster of two such blocks (kHeldClusterVectors), as the peers' fastest
+// fp32 backward runs them (Quack, 256 threads of 8 vectors, 223-244 registers; ours 204-255,
 // LayerNorm with a bias fused over a cluster spills 4-16 bytes). Measured
 // (bench/results/gpu-2026-11-27-round33.md, calls 3-6), add + RMSNorm
 // backward: H200 8192 x 16384 516.3 -> 511.7 us, 4096 x 8192 138.8 -> 135.8,
@@ -189,8 +189,8 @@ inline RowLayout ChooseRowLayout(Pass pass, DType dtype, int64_t hidden, bool al
   const int max_elems = MaxElemsPerThread(pass, static_cast<int>(DTypeSize(dtype)));
   const int iters = ItersFor(vectors, tpr < kMaxThreads ? tpr : kMaxThreads);
   const bool fits = iters <= 8 && layout.vec * iters <= max_elems;
-  // Backward rows one block cannot hold in registers (fp32 rows of
-  // 8193-14336 elements, as 14340-16384 are held; 16-bit ones of 16385-32768)
+  // Backward rows one block cannot hold in registers (16-bit rows of
+  // 16385-32768; fp32 rows up to 16384 are held, and took it before they were)
   // are split over a cluster of two blocks, 4 vectors per thread, rather than
   // streamed from L2 several times: fp32 8192 x 16384 RMSNorm 1380 -> 672 us,
   // LayerNorm 2180 -> 784 us (bench/results/gpu-2026-11-23-round5.md). (The
