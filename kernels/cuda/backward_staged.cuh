@@ -365,9 +365,10 @@ __global__ void __launch_bounds__(kPairedThreads, 2)
 // block per SM, whose registers hold a row's r, dy and dr between the passes
 // instead of reading x, dy and scale * w back from shared memory, and scale *
 // w for the whole chunk (kHeld; 138-255 registers; at 8 vectors over a
-// cluster, LayerNorm with a bias fused spills 4-16 bytes). The threads per row and the one row per
-// block are compile-time constants here, so the vectors' addresses fold into immediates, and only a
-// thread's last vector has a bounds test: 1144 SASS instructions for the
+// cluster, LayerNorm with a bias fused spills 4-16 bytes). The threads per
+// row and the one row per block are compile-time constants here, so the
+// vectors' addresses fold into immediates, and only a thread's last vector
+// has a bounds test: 1144 SASS instructions for the
 // fused RMSNorm instance at hidden 5000 where the 320-thread layout's took
 // 1648 (round20.md, call 1).
 template <typename T, int ITERS, bool kDb, bool kCenter, bool kFull, bool kFused, int kCtas = 1>

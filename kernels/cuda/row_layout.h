@@ -66,8 +66,9 @@ constexpr int MaxElemsPerThread(Pass pass, int elem_size) {
 // 5000 893.3 -> 879.8. Then rows of 1793-2048 vectors (hidden 7172-8192) at 8
 // vectors per thread, and rows of 3585-4096 (hidden 14340-16384) over a
 // cluster of two such blocks (kHeldClusterVectors), as the peers' fastest
-// fp32 backward runs them (Quack, 256 threads of 8 vectors, 223-244 registers; ours 204-255,
-// LayerNorm with a bias fused over a cluster spills 4-16 bytes). Measured
+// fp32 backward runs them (Quack, 256 threads of 8 vectors, 223-244
+// registers; ours 204-255, LayerNorm with a bias fused over a cluster spills
+// 4-16 bytes). Measured
 // (bench/results/gpu-2026-11-27-round33.md, calls 3-6), add + RMSNorm
 // backward: H200 8192 x 16384 516.3 -> 511.7 us, 4096 x 8192 138.8 -> 135.8,
 // 2048 x 15000 175.5 -> 135.2; H100 8192 x 16384 721.0 -> 718.1, 2048 x 15000
@@ -143,8 +144,7 @@ inline RowLayout ChooseRowLayout(Pass pass, DType dtype, int64_t hidden, bool al
   layout.vec = aligned && hidden % full_vec == 0 ? full_vec : 1;
   const int64_t vectors = (hidden + layout.vec - 1) / layout.vec;
   if (pass == Pass::kBackward && layout.vec == 4) {  // fp32: the held layouts (HeldIters)
-    constexpr int64_t kThreads = kHeldRowThreads;
-    if (vectors > 4 * kThreads && vectors <= 16 * kThreads) {
+    if (vectors > 4 * kHeldRowThreads && vectors <= kClusterCtas * kHeldClusterVectors) {
       layout.ctas_per_row = vectors > kHeldClusterVectors ? kClusterCtas : 1;
       layout.tpr = kHeldRowThreads * layout.ctas_per_row;
       layout.iters = static_cast<int>((vectors + layout.tpr - 1) / layout.tpr);
