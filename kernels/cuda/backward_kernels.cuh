@@ -206,11 +206,9 @@ __device__ __forceinline__ void PlainDxOf(const float (&r)[VEC], const float (&d
 // The per-row gradient math on registers: writes dx and accumulates
 // dw (+= dy * r) and db (+= dy) into the group's shared-memory rows (each
 // column owned by one thread; null when the launch wants neither).
-// kPlain: the launch has neither y nor grad_residual_out (their terms are then
-// the constant 0, added exactly as the generic code adds a loaded 0, so the
-// bits are the same). kCenter: LayerNorm. kCtas > 1: the row is split over a
-// cluster's blocks.
-template <bool kPlain, bool kCenter, int kCtas, typename T, int VEC, int ITERS>
+// y and grad_residual_out, where the launch has none, add a loaded 0.
+// kCenter: LayerNorm. kCtas > 1: the row is split over a cluster's blocks.
+template <bool kCenter, int kCtas, typename T, int VEC, int ITERS>
 __device__ __forceinline__ void BackwardRow(const BackwardArgs& a, int64_t row, bool live,
                                             bool has_stats, int tpr, int t,
                                             ClusterScratch<kCtas>& scratch,
@@ -223,14 +221,12 @@ __device__ __forceinline__ void BackwardRow(const BackwardArgs& a, int64_t row, 
   for (int it = 0; it < ITERS; ++it) {
     const int col = (it * tpr + t) * VEC;
     float yv[VEC] = {};
-    if (!kPlain && a.y != nullptr && live && col < d) {
+    if (a.y != nullptr && live && col < d) {
       LoadFloats(static_cast<const T*>(a.y) + row * a.hidden + col, yv);
     }
     UnpackFloats(raw.x[it], p[it]);
-    if constexpr (!kPlain) {  // plain: p = x + 0 is formed in PlainR
 #pragma unroll
-      for (int i = 0; i < VEC; ++i) p[it][i] += yv[i];
-    }
+    for (int i = 0; i < VEC; ++i) p[it][i] += yv[i];
   }
   float mean = 0.0f, rstd = 0.0f;
   if (has_stats) {
@@ -239,11 +235,8 @@ __device__ __forceinline__ void BackwardRow(const BackwardArgs& a, int64_t row, 
       rstd = a.rstd[row];
     }
   } else {
-    // Plain rows hold x, not x + 0: the sums are the same, as they start at
-    // +0 (adding -0 or +0 changes no sum that is not -0) and squares drop signs.
     RowStats<kCenter>(p, tpr, t, d, a.norm, scratch, mean, rstd);
   }
-  const float neg_mean = NegatedOrPlusZero(mean);
   float sums[3] = {0.0f, 0.0f, 0.0f};
 #pragma unroll
   for (int it = 0; it < ITERS; ++it) {
@@ -253,8 +246,7 @@ __device__ __forceinline__ void BackwardRow(const BackwardArgs& a, int64_t row, 
     UnpackFloats(raw.dy[it], dy);
 #pragma unroll
     for (int i = 0; i < VEC; ++i) {
-      p[it][i] =
-          kPlain ? PlainR<kCenter>(p[it][i], neg_mean, rstd) : (p[it][i] - mean) * rstd;  // r
+      p[it][i] = (p[it][i] - mean) * rstd;  // r
       dr[i] = __fmul_rn(dy[i], sw[i]);
     }
     AddDqSums<kCenter>(p[it], dr, col, k, sums);
@@ -266,18 +258,14 @@ __device__ __forceinline__ void BackwardRow(const BackwardArgs& a, int64_t row, 
     const int col = (it * tpr + t) * VEC;
     if (!live || col >= d) continue;
     float g[VEC] = {}, sw[VEC], dr[VEC], dx[VEC], dyr[VEC];
-    if (!kPlain && a.grad_residual_out != nullptr) {
+    if (a.grad_residual_out != nullptr) {
       LoadFloatsEither<T>(a.grad_residual_out, row * a.hidden + col, gres_f32, g);
     }
     LoadScaledWeight<T>(a, col, sw);
     UnpackFloats(raw.dy[it], dyr);
 #pragma unroll
     for (int i = 0; i < VEC; ++i) dr[i] = __fmul_rn(dyr[i], sw[i]);
-    if constexpr (kPlain) {
-      PlainDxOf<kCenter>(p[it], dr, col, k, rstd, dq, dx);
-    } else {
-      DxOf(p[it], dr, g, col, k, rstd, dq, dx);
-    }
+    DxOf(p[it], dr, g, col, k, rstd, dq, dx);
     StoreFloats(static_cast<T*>(a.grad_in) + row * a.hidden + col, dx);
     const int acc_col = LocalColumn<VEC, kCtas>(it, tpr, t);
     if (dw != nullptr) {
@@ -330,7 +318,7 @@ __device__ __forceinline__ void WriteBlockColumnsPartial(const BackwardArgs& a, 
 
 // A row group's walk over its chunk's tiles (its row of each), the next row's
 // x / dy prefetched while the current one is reduced.
-template <bool kPlain, bool kCenter, int kCtas, typename T, int VEC, int ITERS>
+template <bool kCenter, int kCtas, typename T, int VEC, int ITERS>
 __device__ __forceinline__ void BackwardRows(const BackwardArgs& a, const ChunkRows& c, int group,
                                              int tpr, int t, ClusterScratch<kCtas>& scratch,
                                              float* dw, float* db) {
@@ -343,18 +331,17 @@ __device__ __forceinline__ void BackwardRows(const BackwardArgs& a, const ChunkR
     const RawRow<T, VEC, ITERS> cur = raw;
     // Prefetch the next row while this one is reduced.
     LoadRawRow(a, next, next < c.end, tpr, t, raw);
-    BackwardRow<kPlain, kCenter, kCtas>(a, row, row < c.end, c.has_stats, tpr, t, scratch, cur, dw,
-                                        db);
+    BackwardRow<kCenter, kCtas>(a, row, row < c.end, c.has_stats, tpr, t, scratch, cur, dw, db);
     row = next;
   }
 }
 
 // One block per chunk; each row group walks its row of each of the chunk's
 // tiles, accumulating its columns' dw / db in shared memory.
-// kPlain (no y, no grad_residual_out) and kCenter (LayerNorm) are chosen by
-// the launcher. kCtas > 1: one row group per cluster of kCtas blocks (launched
-// as such), each block holding its share of the row (see row_layout.h).
-template <typename T, int VEC, int ITERS, bool kPlain, bool kCenter, int kCtas = 1>
+// kCenter (LayerNorm) is chosen by the launcher. kCtas > 1: one row group per
+// cluster of kCtas blocks (launched as such), each block holding its share of
+// the row (see row_layout.h).
+template <typename T, int VEC, int ITERS, bool kCenter, int kCtas = 1>
 __global__ void __launch_bounds__(kMaxThreads)
     BackwardKernel(const BackwardArgs a, const int tpr, const int rows_per_cta,
                    const int64_t chunk_rows) {
@@ -387,7 +374,7 @@ __global__ void __launch_bounds__(kMaxThreads)
     }
   }
 
-  BackwardRows<kPlain, kCenter, kCtas, T, VEC, ITERS>(a, c, group, tpr, t, scratch, dw, db);
+  BackwardRows<kCenter, kCtas, T, VEC, ITERS>(a, c, group, tpr, t, scratch, dw, db);
 
   DrainClusterSums(scratch);
   if (!partials) return;

@@ -46,10 +46,10 @@ auto ForDbFull(bool db, bool full, KernelOf kernel_of) {
 // residual_as_stored: no grad_residual_out, or one stored as T. plan_blocks:
 // the blocks per SM the chunk plan runs (PlanBlocksPerSm).
 // Measured on the H100: plain 16-bit rows faster staged, fp32 rows of one
-// block on the register kernel (round4.md) but for the exception below;
-// rows split over a cluster faster staged in both (round7.md: fp32 8192 x
-// 16384 RMSNorm 686 -> 629 us, LayerNorm 716 -> 657 us; bf16 4096 x 20000
-// 361 -> 280 us, 430 -> 330 us); staged full rows without bounds tests
+// block on the register kernel at 4 vectors per thread (round4.md), staged at
+// 2 (gpu-2026-11-27-round35.md, TwoVectorBackwardRow in row_layout.h); rows split over a cluster
+// faster staged in both (round7.md: fp32 8192 x 16384 RMSNorm 686 -> 629 us, LayerNorm 716 -> 657
+// us; bf16 4096 x 20000 361 -> 280 us, 430 -> 330 us); staged full rows without bounds tests
 // (round9.md: the LayerNorm-with-bias instance at 4 vectors no longer
 // spills, bf16 8192 x 16384 347.5 -> 309.9 us).
 template <typename T, int VEC, int ITERS, bool kCenter>
@@ -115,7 +115,7 @@ StageOne ChooseGeneralStageOne(const RowLayout& layout, int64_t hidden, bool pla
         // 379.
         if (fused_stages_fit(ctas)) return staged(ctas, std::true_type{}, kWithWeightRow);
         s.cluster_ctas = kCtas;
-        s.kernel = &BackwardKernel<T, VEC, ITERS, false, kCenter, kCtas>;
+        s.kernel = &BackwardKernel<T, VEC, ITERS, kCenter, kCtas>;
         s.shared_bytes =
             partials ? 2 * sizeof(float) * LocalRowLength<VEC, ITERS, kCtas>(hidden, layout.tpr)
                      : 0;
@@ -131,33 +131,18 @@ StageOne ChooseGeneralStageOne(const RowLayout& layout, int64_t hidden, bool pla
     }
     return s;
   }
-  if constexpr (sizeof(T) == 2 && VEC == 8) {
-    if (plain) return staged(IntConst<1>{}, std::false_type{}, kWithWeightRow);
-  }
-  // Plain fp32 rows of exactly kTargetThreads threads (hidden 3588-4096) are
-  // staged on a device of high bandwidth per SM (HighDramBandwidthPerSm): the
-  // staged kernel keeps the next row in flight in shared memory where the
-  // register kernel stalls at every row's barriers. Measured on the H200
-  // (gpu-2026-11-26-round22.md, call 3): 32768 x 4096 LayerNorm 426.3 -> 404.5
-  // us. (Rows of 257-511 threads were staged on every GPU, round10.md, call 1:
-  // 4096 x 5000 RMSNorm 113.8 -> 103.7 us; they are held since round 34. The
-  // rule had also staged rows of 8192 on the H200, held since round 33: 16384
-  // x 8192 RMSNorm 419.6 -> 397.2; on the H100, call 4, 1 % slower, 553.0 ->
-  // 558.0 us.)
-  if constexpr (sizeof(T) == 4 && VEC == 4) {
-    if (plain && layout.tpr == kTargetThreads && HighDramBandwidthPerSm()) {
-      return staged(IntConst<1>{}, std::false_type{}, kWithWeightRow);
-    }
-  }
-  // Fused rows of one block are staged too where they fit (fused_stages_fit).
-  // Measured on the H100 against the generic register kernel
+  // Rows of one block of full vectors: plain ones are staged (fp32 rows of one
+  // block that are not held take 2 vectors per thread: TwoVectorBackwardRow,
+  // row_layout.h), fused ones where their stages fit (fused_stages_fit).
+  // Fused, measured on the H100 against the generic register kernel
   // (gpu-2026-11-25-round15.md), add + RMSNorm backward of a saved p (no y):
   // bf16 32768 x 4096 486 -> 368 us, 8192 x 16384 636 -> 373, 65536 x 1024
   // 250 -> 192, 4096 x 5000 125 -> 98; fp32 32768 x 4096 811 -> 726, 65536 x
   // 1024 414 -> 369, 4096 x 5000 174 -> 133. With x and y, bf16 32768 x 4096
   // 543 -> 458 us.
   if constexpr (VEC * sizeof(T) == 16) {
-    if (!plain && fused_stages_fit(IntConst<1>{})) {
+    if (plain) return staged(IntConst<1>{}, std::false_type{}, kWithWeightRow);
+    if (fused_stages_fit(IntConst<1>{})) {
       return staged(IntConst<1>{}, std::true_type{}, kWithWeightRow);
     }
   }
@@ -172,13 +157,9 @@ StageOne ChooseGeneralStageOne(const RowLayout& layout, int64_t hidden, bool pla
       return staged(IntConst<1>{}, std::true_type{}, std::false_type{});
     }
   }
-  // The specialised "plain" instance (no y, no grad_residual_out) exists for
-  // fp32 full-width vectors only (16-bit ones are staged), to keep the
-  // instance count down. dw / db accumulators: [2][rows_per_cta][hidden] fp32.
-  s.kernel = &BackwardKernel<T, VEC, ITERS, false, kCenter>;
-  if constexpr (sizeof(T) == 4 && VEC != 1) {
-    if (plain) s.kernel = &BackwardKernel<T, VEC, ITERS, true, kCenter>;
-  }
+  // The generic register kernel: rows of single elements, and fused rows whose
+  // stages do not fit. dw / db accumulators: [2][rows_per_cta][hidden] fp32.
+  s.kernel = &BackwardKernel<T, VEC, ITERS, kCenter>;
   s.shared_bytes =
       partials ? 2 * sizeof(float) * static_cast<size_t>(layout.rows_per_cta) * hidden : 0;
   return s;

@@ -14,10 +14,10 @@
 // kCtas > 1: one row group per cluster of kCtas blocks, each staging and
 // accumulating only its share of the row's columns (row_layout.h).
 // The arithmetic and its order are those of BackwardKernel: a plain launch
-// (no y, no grad_residual_out) its plain instance's PlainR / PlainDxOf, a fused
-// one (kFused) its generic instance's p = x + y, r = (p - mean) * rstd and
-// DxOf; the same sums and group reductions, dw / db summed over the same rows
-// in the same order.
+// (no y, no grad_residual_out) forms PlainR / PlainDxOf (BackwardKernel's bits
+// with y and the residual gradient 0), a fused one (kFused) BackwardKernel's
+// p = x + y, r = (p - mean) * rstd and DxOf; the same sums and group
+// reductions, dw / db summed over the same rows in the same order.
 #ifndef NORMSERVE_KERNELS_CUDA_BACKWARD_STAGED_CUH_
 #define NORMSERVE_KERNELS_CUDA_BACKWARD_STAGED_CUH_
 

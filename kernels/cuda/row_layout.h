@@ -116,6 +116,30 @@ inline int64_t ThreadsFor(int64_t vectors, int preferred) {
   return pow2;
 }
 
+// fp32 backward rows of up to 1024 16-byte vectors (hidden up to 4096; longer
+// ones are held, above) take 2 vectors per thread rather than 4, in up to 512
+// threads (Quack runs rows of 1024 at 128 threads a row), and their plain
+// launches are staged (ChooseGeneralStageOne, backward_launch.cuh): at 2
+// vectors the register kernel lost (call 1, H200 RMSNorm 65536 x 1024 206.9
+// -> 249.9 us), the staged one, which keeps the next row in flight in shared
+// memory, won. Measured against 4 vectors (register kernel; staged on the H200 at
+// hidden 3588-4096) in bench/results/gpu-2026-11-27-round35.md, RMSNorm /
+// LayerNorm / add + RMSNorm backward, H200 (call 4): 65536 x 1024 209.6 ->
+// 197.6 / 216.9 -> 200.4 / 268.5 -> 259.3 us; 8192 x 3000 96.2 -> 83.8 /
+// 105.5 -> 86.6 / 115.1 -> 107.8; 65536 x 64 23.7 -> 21.1; H100 (call 5):
+// 65536 x 1024 286.9 -> 278.6 / 288.0 -> 278.1 / 366.5 -> 364.1; 8192 x 3000
+// 117.1 -> 114.3 / 123.0 -> 117.2 / 148.5 -> 145.9; 4096 x 4096 82.0 ->
+// 80.8. Rows of 4096 as fast as before on both (within 0.5 %). The one shape
+// slower: add + RMSNorm backward of a saved p (no y) 65536 x 1000 on the H200,
+// 263.2 -> 289.9 us (H100 367.3 -> 367.4; H200 RMSNorm of that shape
+// 214.8 -> 197.3).
+inline constexpr int64_t kTwoVectorBackwardF32Vectors = 2 * kMaxThreads;
+// Whether a backward row of `vectors` vectors of `vec` elements takes the
+// layout of 2 vectors per thread above.
+inline bool TwoVectorBackwardRow(int vec, int64_t vectors) {
+  return vec == 4 && vectors <= kTwoVectorBackwardF32Vectors;
+}
+
 // fp32 forward rows of 1024-8192 elements (16-byte vectors) that fewer vectors
 // per thread than 8 fill exactly: 2 per thread up to 2048 elements (128-256
 // threads), 4 beyond (192-512 threads). More threads with fewer loads each, as
@@ -185,6 +209,7 @@ inline RowLayout ChooseRowLayout(Pass pass, DType dtype, int64_t hidden, bool al
   if (pass == Pass::kForward && layout.vec == 4) {
     if (const int fewer = FewerForwardVectors(hidden, vectors)) preferred = fewer;
   }
+  if (pass == Pass::kBackward && TwoVectorBackwardRow(layout.vec, vectors)) preferred = 2;
   int64_t tpr = ThreadsFor(vectors, preferred);
   const int max_elems = MaxElemsPerThread(pass, static_cast<int>(DTypeSize(dtype)));
   const int iters = ItersFor(vectors, tpr < kMaxThreads ? tpr : kMaxThreads);

@@ -33,6 +33,7 @@ using kernels::cuda::MaxElemsPerThread;
 using kernels::cuda::Pass;
 using kernels::cuda::RowLayout;
 using kernels::cuda::SpreadLayout;
+using kernels::cuda::TwoVectorBackwardRow;
 
 TEST(RowLayoutTest, EveryLayoutCoversTheRowWithAnInstantiatedKernel) {
   for (Pass pass : {Pass::kForward, Pass::kBackward}) {
@@ -67,9 +68,11 @@ TEST(RowLayoutTest, EveryLayoutCoversTheRowWithAnInstantiatedKernel) {
             ASSERT_TRUE(l.iters == 1 || l.iters == 2 || l.iters == 4 || l.iters == 8);
             ASSERT_LE(l.vec * l.iters, MaxElemsPerThread(pass, elem));
             if (pass == Pass::kBackward && elem == 4 && l.vec == 4 && l.ctas_per_row == 1) {
-              // Longer fp32 rows are held: the backward launcher has no rule
-              // for one-block rows of more threads (ChooseGeneralStageOne).
-              ASSERT_LE(l.tpr, kTargetThreads);
+              // fp32 rows of one block that are not held take 2 vectors per
+              // thread: the backward launcher stages every such plain row
+              // (ChooseGeneralStageOne).
+              ASSERT_TRUE(TwoVectorBackwardRow(l.vec, (hidden + l.vec - 1) / l.vec));
+              ASSERT_LE(l.iters, 2);
             }
           }
           ASSERT_GE(int64_t{l.tpr} * l.iters * l.vec, hidden);
@@ -129,7 +132,11 @@ TEST(RowLayoutTest, MeasuredChoices) {
       {Pass::kForward, DType::kBF16, 16384, 512, 4, 1},    // 4 vectors, one block
       {Pass::kForward, DType::kBF16, 20000, 320, 8, 1},    // 8 vectors
       {Pass::kForward, DType::kF32, 16384, 512, 8, 1},     // fp32: one block
-      {Pass::kBackward, DType::kF32, 4096, 256, 4, 1},     // 4 vectors of 4, one block
+      {Pass::kBackward, DType::kF32, 256, 32, 2, 1},       // two vectors per thread
+      {Pass::kBackward, DType::kF32, 1024, 128, 2, 1},     // two vectors per thread
+      {Pass::kBackward, DType::kF32, 2048, 256, 2, 1},     // two vectors per thread
+      {Pass::kBackward, DType::kF32, 3000, 384, 2, 1},     // two vectors per thread
+      {Pass::kBackward, DType::kF32, 4096, 512, 2, 1},     // two vectors per thread
       {Pass::kBackward, DType::kF32, 4100, 256, 5, 1},     // held: 5 vectors
       {Pass::kBackward, DType::kF32, 5120, 256, 5, 1},     // held: 5 vectors
       {Pass::kBackward, DType::kF32, 5124, 256, 6, 1},     // held: 6 vectors
