@@ -116,28 +116,26 @@ inline int64_t ThreadsFor(int64_t vectors, int preferred) {
   return pow2;
 }
 
-// fp32 backward rows of up to 1024 16-byte vectors (hidden up to 4096; longer
-// ones are held, above) take 2 vectors per thread rather than 4, in up to 512
-// threads (Quack runs rows of 1024 at 128 threads a row), and their plain
-// launches are staged (ChooseGeneralStageOne, backward_launch.cuh): at 2
-// vectors the register kernel lost (call 1, H200 RMSNorm 65536 x 1024 206.9
-// -> 249.9 us), the staged one, which keeps the next row in flight in shared
-// memory, won. Measured against 4 vectors (register kernel; staged on the H200 at
-// hidden 3588-4096) in bench/results/gpu-2026-11-27-round35.md, RMSNorm /
-// LayerNorm / add + RMSNorm backward, H200 (call 4): 65536 x 1024 209.6 ->
-// 197.6 / 216.9 -> 200.4 / 268.5 -> 259.3 us; 8192 x 3000 96.2 -> 83.8 /
-// 105.5 -> 86.6 / 115.1 -> 107.8; 65536 x 64 23.7 -> 21.1; H100 (call 5):
-// 65536 x 1024 286.9 -> 278.6 / 288.0 -> 278.1 / 366.5 -> 364.1; 8192 x 3000
-// 117.1 -> 114.3 / 123.0 -> 117.2 / 148.5 -> 145.9; 4096 x 4096 82.0 ->
-// 80.8. Rows of 4096 as fast as before on both (within 0.5 %). The one shape
-// slower: add + RMSNorm backward of a saved p (no y) 65536 x 1000 on the H200,
-// 263.2 -> 289.9 us (H100 367.3 -> 367.4; H200 RMSNorm of that shape
-// 214.8 -> 197.3).
-inline constexpr int64_t kTwoVectorBackwardF32Vectors = 2 * kMaxThreads;
-// Whether a backward row of `vectors` vectors of `vec` elements takes the
-// layout of 2 vectors per thread above.
+// Backward rows of 16-byte vectors that 2 vectors per thread spread over at
+// most kMaxThreads threads (16-bit hidden up to 8192, fp32 up to 4096; longer
+// fp32 rows are held, above) take 2 vectors per thread rather than 4, and
+// their plain launches are staged (ChooseGeneralStageOne,
+// backward_launch.cuh). 16-bit rows: see ChooseRowLayout. fp32 rows (Quack
+// runs rows of 1024 at 128 threads a row): at 2 vectors the register kernel
+// lost (call 1, H200 RMSNorm 65536 x 1024 206.9 -> 249.9 us), the staged one,
+// which keeps the next row in flight in shared memory, won. Measured against 4
+// vectors (register kernel; staged on the H200 at hidden 3588-4096) in
+// bench/results/gpu-2026-11-27-round35.md, RMSNorm / LayerNorm / add + RMSNorm
+// backward, H200 (call 4): 65536 x 1024 209.6 -> 197.6 / 216.9 -> 200.4 /
+// 268.5 -> 259.3 us; 8192 x 3000 96.2 -> 83.8 / 105.5 -> 86.6 / 115.1 ->
+// 107.8; 65536 x 64 23.7 -> 21.1; H100 (call 5): 65536 x 1024 286.9 -> 278.6
+// / 288.0 -> 278.1 / 366.5 -> 364.1; 8192 x 3000 117.1 -> 114.3 / 123.0 ->
+// 117.2 / 148.5 -> 145.9; 4096 x 4096 82.0 -> 80.8. Rows of 4096 as fast as
+// before on both (within 0.5 %). The one shape slower: add + RMSNorm backward
+// of a saved p (no y) 65536 x 1000 on the H200, 263.2 -> 289.9 us (H100 367.3
+// -> 367.4; H200 RMSNorm of that shape 214.8 -> 197.3).
 inline bool TwoVectorBackwardRow(int vec, int64_t vectors) {
-  return vec == 4 && vectors <= kTwoVectorBackwardF32Vectors;
+  return vec > 1 && ThreadsFor(vectors, 2) <= kMaxThreads;
 }
 
 // fp32 forward rows of 1024-8192 elements (16-byte vectors) that fewer vectors
@@ -182,16 +180,18 @@ inline RowLayout ChooseRowLayout(Pass pass, DType dtype, int64_t hidden, bool al
   // Measured on the H100 (bench/results/gpu-*.md): 16-bit rows with 4 vectors
   // of 8 per thread in forward beat 8 vectors. fp32 forward rows take 8, but
   // for the rows of 1024-8192 elements that fewer fill (FewerForwardVectors).
-  // Two exceptions for 16-bit rows (vec 8), measured on the H100:
-  //  - forward: a row that 4 vectors per thread would spread over more than a
-  //    kMaxThreads block (hidden > 16384) takes 8 vectors per thread instead.
+  // Two exceptions, measured on the H100:
+  //  - forward, 16-bit rows (vec 8): a row that 4 vectors per thread would
+  //    spread over more than a kMaxThreads block (hidden > 16384) takes 8
+  //    vectors per thread instead.
   //    Up to 16384, 4 vectors win since plain launches hold the row packed
   //    (8192 x 16384 RMSNorm 187 -> 186 us, add + RMSNorm 397 -> 391 us,
   //    bench/results/gpu-2026-11-23-round6.md; before packing, 8 vectors won
   //    at 16384: round2.md);
-  //  - backward: a row that 2 vectors per thread spread over at most
-  //    kMaxThreads threads (hidden <= 8192) takes 2 vectors per thread rather
-  //    than 4: at 4 vectors the dw and db registers of LayerNorm with a bias
+  //  - backward: a row of full vectors that 2 vectors per thread spread over
+  //    at most kMaxThreads threads (TwoVectorBackwardRow; fp32 rows since
+  //    round 35) takes 2 vectors per thread rather than 4. 16-bit rows (hidden
+  //    <= 8192): at 4 vectors the dw and db registers of LayerNorm with a bias
   //    left the staged kernel spilling (round7.md: LayerNorm 65536 x 1024
   //    194 -> 157 us, 16384 x 8192 372 -> 316 us; RMSNorm 160 -> 155,
   //    309 -> 299 us; round2.md: 32768 x 4096 RMSNorm 434 -> 413 us; bf16
@@ -202,9 +202,8 @@ inline RowLayout ChooseRowLayout(Pass pass, DType dtype, int64_t hidden, bool al
   //    (8192 x 16384: RMSNorm 312 -> 445 us, LayerNorm 380 -> 474 us,
   //    round7.md).
   int preferred = pass == Pass::kForward && layout.vec != 8 ? 8 : 4;
-  if (layout.vec == 8) {
-    if (pass == Pass::kForward && ThreadsFor(vectors, 4) > kMaxThreads) preferred = 8;
-    if (pass == Pass::kBackward && ThreadsFor(vectors, 2) <= kMaxThreads) preferred = 2;
+  if (pass == Pass::kForward && layout.vec == 8 && ThreadsFor(vectors, 4) > kMaxThreads) {
+    preferred = 8;
   }
   if (pass == Pass::kForward && layout.vec == 4) {
     if (const int fewer = FewerForwardVectors(hidden, vectors)) preferred = fewer;
