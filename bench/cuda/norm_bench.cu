@@ -5,7 +5,8 @@
 // GB/s counts the minimum bytes: fwd 2·m·n·s, fused add 4·m·n·s, bwd 3·m·n·s,
 // fused add bwd 4·m·n·s (add_rms_bwd: read the saved p = x + y, dy and the
 // incoming gradient of p, write dx, as the peers do: fused_bwd_peers.py) or
-// 5·m·n·s (add_rms_bwd_xy: x and y instead of p).
+// 5·m·n·s (add_rms_bwd_xy: x and y instead of p). add_ln_fwd / add_ln_bwd: the
+// same with LayerNorm (a bias, and db), not in the default --ops.
 //
 // Each (op, shape, dtype) is also checked: outputs poisoned before the first
 // call, then sampled rows (and dw / db where the shape is small enough)
@@ -187,25 +188,39 @@ void Free(const Buffers& b) {
   for (float* p : {b.mean, b.rstd, b.dw, b.db}) CHECK_CUDA(cudaFree(p));
 }
 
-enum class Op { kRmsFwd, kLnFwd, kAddRmsFwd, kRmsBwd, kLnBwd, kAddRmsBwd, kAddRmsBwdXy, kCopy };
+enum class Op {
+  kRmsFwd, kLnFwd, kAddRmsFwd, kAddLnFwd, kRmsBwd, kLnBwd, kAddRmsBwd, kAddRmsBwdXy, kAddLnBwd, kCopy
+};
+constexpr Op kOps[] = {Op::kRmsFwd, Op::kLnFwd,     Op::kAddRmsFwd,   Op::kAddLnFwd, Op::kRmsBwd,
+                       Op::kLnBwd,  Op::kAddRmsBwd, Op::kAddRmsBwdXy, Op::kAddLnBwd, Op::kCopy};
 const char* OpName(Op op) {
   switch (op) {
     case Op::kRmsFwd: return "rms_fwd";
     case Op::kLnFwd: return "ln_fwd";
     case Op::kAddRmsFwd: return "add_rms_fwd";
+    case Op::kAddLnFwd: return "add_ln_fwd";
     case Op::kRmsBwd: return "rms_bwd";
     case Op::kLnBwd: return "ln_bwd";
     case Op::kAddRmsBwd: return "add_rms_bwd";
     case Op::kAddRmsBwdXy: return "add_rms_bwd_xy";
+    case Op::kAddLnBwd: return "add_ln_bwd";
     case Op::kCopy: return "copy";
   }
   return "?";
 }
-bool IsFusedBackward(Op op) { return op == Op::kAddRmsBwd || op == Op::kAddRmsBwdXy; }
+bool IsFusedBackward(Op op) {
+  return op == Op::kAddRmsBwd || op == Op::kAddRmsBwdXy || op == Op::kAddLnBwd;
+}
+// Whether the backward's x is the p saved by a fused forward (no y).
+bool ReadsSavedP(Op op) { return op == Op::kAddRmsBwd || op == Op::kAddLnBwd; }
+bool IsFusedForward(Op op) { return op == Op::kAddRmsFwd || op == Op::kAddLnFwd; }
 bool IsBackward(Op op) { return op == Op::kRmsBwd || op == Op::kLnBwd || IsFusedBackward(op); }
 // Whether the op reads x and y (p = x + y formed in the kernel).
-bool ReadsXAndY(Op op) { return op == Op::kAddRmsFwd || op == Op::kAddRmsBwdXy; }
-bool IsLn(Op op) { return op == Op::kLnFwd || op == Op::kLnBwd; }
+bool ReadsXAndY(Op op) { return IsFusedForward(op) || op == Op::kAddRmsBwdXy; }
+// LayerNorm with a bias (and db in the backward).
+bool IsLn(Op op) {
+  return op == Op::kLnFwd || op == Op::kLnBwd || op == Op::kAddLnFwd || op == Op::kAddLnBwd;
+}
 
 ForwardArgs MakeForward(Op op, DType dtype, int64_t m, int64_t n, const Buffers& b, bool stats) {
   ForwardArgs a;
@@ -221,7 +236,7 @@ ForwardArgs MakeForward(Op op, DType dtype, int64_t m, int64_t n, const Buffers&
   a.weight = b.w;
   a.bias = IsLn(op) ? b.b : nullptr;
   a.out = b.out;
-  if (op == Op::kAddRmsFwd) {
+  if (IsFusedForward(op)) {
     a.y = b.y;
     a.residual_out = b.res;
   }
@@ -252,7 +267,7 @@ BackwardArgs MakeBackward(Op op, DType dtype, int64_t m, int64_t n, const Buffer
   a.grad_bias = IsLn(op) ? b.db : nullptr;
   a.workspace = b.ws;
   if (IsFusedBackward(op)) a.grad_residual_out = b.dres;
-  if (op == Op::kAddRmsBwd) a.x = b.res;  // p, saved by the forward
+  if (ReadsSavedP(op)) a.x = b.res;  // p, saved by the forward
   if (op == Op::kAddRmsBwdXy) a.y = b.y;
   return a;
 }
@@ -274,7 +289,7 @@ double Check(Op op, DType dtype, int64_t m, int64_t n, const Buffers& b) {
   double max_err = 0.0, max_ref = 0.0;
   std::vector<double> dw(n, 0.0), db(n, 0.0);
   for (int64_t r : rows) {
-    const void* x_dev = op == Op::kAddRmsBwd ? b.res : b.x;
+    const void* x_dev = ReadsSavedP(op) ? b.res : b.x;
     auto x = ToHost(static_cast<const char*>(x_dev) + r * n * s, n * s);
     std::vector<double> p(n);
     for (int64_t i = 0; i < n; ++i) p[i] = HostValue(dtype, x.data(), i);
@@ -421,13 +436,13 @@ int main(int argc, char** argv) {
 
       for (const std::string& oname : Split(ops, ',')) {
         Op op = Op::kCopy;
-        for (Op o : {Op::kRmsFwd, Op::kLnFwd, Op::kAddRmsFwd, Op::kRmsBwd, Op::kLnBwd,
-                     Op::kAddRmsBwd, Op::kAddRmsBwdXy, Op::kCopy}) {
+        for (Op o : kOps) {
           if (oname == OpName(o)) op = o;
         }
         // Saved statistics for backward come from a forward of the same kind.
         if (IsBackward(op)) {
           const Op forward = op == Op::kLnBwd        ? Op::kLnFwd
+                             : op == Op::kAddLnBwd   ? Op::kAddLnFwd
                              : IsFusedBackward(op) ? Op::kAddRmsFwd
                                                    : Op::kRmsFwd;
           CHECK_CUDA(LaunchForward(MakeForward(forward, dtype, m, n, b, true), stream));
@@ -443,6 +458,7 @@ int main(int argc, char** argv) {
             case Op::kRmsFwd:
             case Op::kLnFwd:
             case Op::kAddRmsFwd:
+            case Op::kAddLnFwd:
               return LaunchForward(MakeForward(op, dtype, m, n, b, stats), stream);
             default:
               return LaunchBackward(MakeBackward(op, dtype, m, n, b), stream);
@@ -483,7 +499,7 @@ int main(int argc, char** argv) {
         std::sort(times.begin(), times.end());
         const double ms = times[times.size() / 2];
         const double factor = op == Op::kAddRmsBwdXy                      ? 5
-                              : op == Op::kAddRmsFwd || op == Op::kAddRmsBwd ? 4
+                              : IsFusedForward(op) || ReadsSavedP(op)        ? 4
                               : IsBackward(op)                              ? 3
                                                                             : 2;
         const double gbs = factor * m * n * s / (ms * 1e-3) / 1e9;
