@@ -47,7 +47,8 @@ auto ForDbFull(bool db, bool full, KernelOf kernel_of) {
 // the blocks per SM the chunk plan runs (PlanBlocksPerSm).
 // Measured on the H100: plain 16-bit rows faster staged, fp32 rows of one
 // block on the register kernel at 4 vectors per thread (round4.md), staged at
-// 2 (gpu-2026-11-27-round35.md, TwoVectorBackwardRow in row_layout.h); rows
+// 2 (gpu-2026-11-27-round35.md, TwoVectorBackwardRow in row_layout.h) and, for
+// rows of 385-512 threads at 2, at 4 (round36.md: within 1 % of 2); rows
 // split over a cluster faster staged in both (round7.md: fp32 8192 x 16384
 // RMSNorm 686 -> 629 us, LayerNorm 716 -> 657 us; bf16 4096 x 20000 361 -> 280
 // us, 430 -> 330 us); staged full rows without bounds tests (round9.md: the
@@ -133,8 +134,9 @@ StageOne ChooseGeneralStageOne(const RowLayout& layout, int64_t hidden, bool pla
     return s;
   }
   // Rows of one block of full vectors: plain ones are staged (fp32 rows of one
-  // block that are not held take 2 vectors per thread: TwoVectorBackwardRow,
-  // row_layout.h), fused ones where their stages fit (fused_stages_fit).
+  // block that are not held take 2 vectors per thread up to 384 threads, 4
+  // beyond: TwoVectorBackwardRow, row_layout.h), fused ones where their stages
+  // fit (fused_stages_fit).
   // Fused, measured on the H100 against the generic register kernel
   // (gpu-2026-11-25-round15.md), add + RMSNorm backward of a saved p (no y):
   // bf16 32768 x 4096 486 -> 368 us, 8192 x 16384 636 -> 373, 65536 x 1024

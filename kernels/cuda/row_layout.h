@@ -117,25 +117,44 @@ inline int64_t ThreadsFor(int64_t vectors, int preferred) {
 }
 
 // Backward rows of 16-byte vectors that 2 vectors per thread spread over at
-// most kMaxThreads threads (16-bit hidden up to 8192, fp32 up to 4096; longer
-// fp32 rows are held, above) take 2 vectors per thread rather than 4, and
-// their plain launches are staged (ChooseGeneralStageOne,
-// backward_launch.cuh). 16-bit rows: see ChooseRowLayout. fp32 rows (Quack
-// runs rows of 1024 at 128 threads a row): at 2 vectors the register kernel
-// lost (call 1, H200 RMSNorm 65536 x 1024 206.9 -> 249.9 us), the staged one,
-// which keeps the next row in flight in shared memory, won. Measured against 4
-// vectors (register kernel; staged on the H200 at hidden 3588-4096) in
+// most kMaxThreads threads (16-bit hidden up to 8192) or, fp32, at most
+// kTwoVectorF32Threads (hidden up to 3072; longer fp32 rows take 4 up to 4096,
+// then are held, above) take 2 vectors per thread rather than 4, and their
+// plain launches are staged (ChooseGeneralStageOne, backward_launch.cuh).
+// 16-bit rows: see ChooseRowLayout. fp32 rows (Quack runs rows of 1024 at 128
+// threads a row): at 2 vectors the register kernel lost (call 1, H200 RMSNorm
+// 65536 x 1024 206.9 -> 249.9 us), the staged one, which keeps the next row in
+// flight in shared memory, won. Measured against 4 vectors (register kernel;
+// staged on the H200 at hidden 3588-4096) in
 // bench/results/gpu-2026-11-27-round35.md, RMSNorm / LayerNorm / add + RMSNorm
 // backward, H200 (call 4): 65536 x 1024 209.6 -> 197.6 / 216.9 -> 200.4 /
 // 268.5 -> 259.3 us; 8192 x 3000 96.2 -> 83.8 / 105.5 -> 86.6 / 115.1 ->
 // 107.8; 65536 x 64 23.7 -> 21.1; H100 (call 5): 65536 x 1024 286.9 -> 278.6
 // / 288.0 -> 278.1 / 366.5 -> 364.1; 8192 x 3000 117.1 -> 114.3 / 123.0 ->
-// 117.2 / 148.5 -> 145.9; 4096 x 4096 82.0 -> 80.8. Rows of 4096 as fast as
-// before on both (within 0.5 %). The one shape slower: add + RMSNorm backward
-// of a saved p (no y) 65536 x 1000 on the H200, 263.2 -> 289.9 us (H100 367.3
-// -> 367.4; H200 RMSNorm of that shape 214.8 -> 197.3).
+// 117.2 / 148.5 -> 145.9. Slower on the H200: add + RMSNorm backward of a
+// saved p (no y) at hidden 500-2000 that 2 vectors do not fill (65536 x 1000
+// 263 -> 289 us, 65536 x 2000 506 -> 569: gpu-2026-11-27-round36.md, call 3;
+// H100 65536 x 1000 unchanged), not understood (80 registers, two blocks per
+// SM; loading the residual gradient before the staged row's wait changed
+// nothing: round36.md, call 10).
+// Why fp32 stops at 384 threads: the fused instances at 2 vectors take 80-98
+// registers, so a block of more than 384 threads (85 or more at 384: fused
+// LayerNorm) holds one block per SM where the chunk plan, sized from the plain
+// instances (at most 64), runs two: a second wave. Measured (round36.md),
+// 384 against 512 at hidden 3073-4096, H200 (call 10): add + RMSNorm backward
+// of a saved p 16384 x 4000 313.6 -> 262.1 us, with x and y 344.6 -> 324.5,
+// fused LayerNorm 322.9 -> 271.5, RMSNorm 202.3 -> 203.7, LayerNorm 206.9 ->
+// 208.1; H100 (call 11): 16384 x 3500 371.0 -> 334.1, fused LayerNorm 376.6 ->
+// 342.5; 16384 x 4000 380.0 -> 363.3, 389.1 -> 371.9; plain and rows of 4096
+// within 1 %. Fused LayerNorm rows of 2049-3072 still run one block per SM:
+// 256 threads there (4 vectors) measured faster for it (32768 x 3000 647.8 ->
+// 556.4 us on the H100, 572.9 -> 456.6 on the H200) but slower for add +
+// RMSNorm (H200 8192 x 3000 108.2 -> 118.6, 32768 x 3000 387.6 -> 406.6; H100
+// 1-2 %) and mostly for the plain launches (-1.4 to +2.6 %), so it was not
+// taken.
+inline constexpr int kTwoVectorF32Threads = 384;
 inline bool TwoVectorBackwardRow(int vec, int64_t vectors) {
-  return vec > 1 && ThreadsFor(vectors, 2) <= kMaxThreads;
+  return vec > 1 && ThreadsFor(vectors, 2) <= (vec == 4 ? kTwoVectorF32Threads : kMaxThreads);
 }
 
 // fp32 forward rows of 1024-8192 elements (16-byte vectors) that fewer vectors
@@ -189,8 +208,8 @@ inline RowLayout ChooseRowLayout(Pass pass, DType dtype, int64_t hidden, bool al
   //    bench/results/gpu-2026-11-23-round6.md; before packing, 8 vectors won
   //    at 16384: round2.md);
   //  - backward: a row of full vectors that 2 vectors per thread spread over
-  //    at most kMaxThreads threads (TwoVectorBackwardRow; fp32 rows since
-  //    round 35) takes 2 vectors per thread rather than 4. 16-bit rows (hidden
+  //    at most kMaxThreads threads (TwoVectorBackwardRow; fp32 rows up to
+  //    kTwoVectorF32Threads) takes 2 vectors per thread rather than 4. 16-bit rows (hidden
   //    <= 8192): at 4 vectors the dw and db registers of LayerNorm with a bias
   //    left the staged kernel spilling (round7.md: LayerNorm 65536 x 1024
   //    194 -> 157 us, 16384 x 8192 372 -> 316 us; RMSNorm 160 -> 155,

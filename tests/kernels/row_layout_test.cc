@@ -27,6 +27,7 @@ using kernels::cuda::kHeldClusterVectors;
 using kernels::cuda::kHeldRowThreads;
 using kernels::cuda::kMaxThreads;
 using kernels::cuda::kTargetThreads;
+using kernels::cuda::kTwoVectorF32Threads;
 using kernels::cuda::kWideClusterCtas;
 using kernels::cuda::kWidestClusterCtas;
 using kernels::cuda::MaxElemsPerThread;
@@ -69,10 +70,13 @@ TEST(RowLayoutTest, EveryLayoutCoversTheRowWithAnInstantiatedKernel) {
             ASSERT_LE(l.vec * l.iters, MaxElemsPerThread(pass, elem));
             if (pass == Pass::kBackward && elem == 4 && l.vec == 4 && l.ctas_per_row == 1) {
               // fp32 rows of one block that are not held take 2 vectors per
-              // thread: the backward launcher stages every such plain row
+              // thread up to kTwoVectorF32Threads threads, 4 beyond: the
+              // backward launcher stages every such plain row
               // (ChooseGeneralStageOne).
-              ASSERT_TRUE(TwoVectorBackwardRow(l.vec, (hidden + l.vec - 1) / l.vec));
-              ASSERT_LE(l.iters, 2);
+              const bool two = TwoVectorBackwardRow(l.vec, (hidden + l.vec - 1) / l.vec);
+              ASSERT_EQ(two, hidden <= 2 * 4 * kTwoVectorF32Threads);
+              if (two) ASSERT_LE(l.iters, 2);
+              if (!two) ASSERT_EQ(l.iters, 4);
             }
           }
           ASSERT_GE(int64_t{l.tpr} * l.iters * l.vec, hidden);
@@ -136,7 +140,10 @@ TEST(RowLayoutTest, MeasuredChoices) {
       {Pass::kBackward, DType::kF32, 1024, 128, 2, 1},     // two vectors per thread
       {Pass::kBackward, DType::kF32, 2048, 256, 2, 1},     // two vectors per thread
       {Pass::kBackward, DType::kF32, 3000, 384, 2, 1},     // two vectors per thread
-      {Pass::kBackward, DType::kF32, 4096, 512, 2, 1},     // two vectors per thread
+      {Pass::kBackward, DType::kF32, 3072, 384, 2, 1},     // two vectors per thread
+      {Pass::kBackward, DType::kF32, 3076, 224, 4, 1},     // four beyond 384 threads
+      {Pass::kBackward, DType::kF32, 4000, 256, 4, 1},     // four beyond 384 threads
+      {Pass::kBackward, DType::kF32, 4096, 256, 4, 1},     // four beyond 384 threads
       {Pass::kBackward, DType::kF32, 4100, 256, 5, 1},     // held: 5 vectors
       {Pass::kBackward, DType::kF32, 5120, 256, 5, 1},     // held: 5 vectors
       {Pass::kBackward, DType::kF32, 5124, 256, 6, 1},     // held: 6 vectors
