@@ -150,7 +150,7 @@ inline int64_t ThreadsFor(int64_t vectors, int preferred) {
 // 256 threads there (4 vectors) measured faster for it (32768 x 3000 647.8 ->
 // 556.4 us on the H100, 572.9 -> 456.6 on the H200) but slower for add +
 // RMSNorm (H200 8192 x 3000 108.2 -> 118.6, 32768 x 3000 387.6 -> 406.6; H100
-// 1-2 %) and mostly for the plain launches (-1.4 to +2.6 %), so it was not
+// 0.1-1.6 %) and mostly for the plain launches (-1.4 to +2.5 %), so it was not
 // taken.
 inline constexpr int kTwoVectorF32Threads = 384;
 inline bool TwoVectorBackwardRow(int vec, int64_t vectors) {
