@@ -45,15 +45,15 @@ auto ForDbFull(bool db, bool full, KernelOf kernel_of) {
 // FullRow. partials: dw or db is wanted. tensors: StagedTensors of the launch.
 // residual_as_stored: no grad_residual_out, or one stored as T. plan_blocks:
 // the blocks per SM the chunk plan runs (PlanBlocksPerSm).
-// Measured on the H100: plain 16-bit rows faster staged, fp32 rows of one
-// block on the register kernel at 4 vectors per thread (round4.md), staged at
-// 2 (gpu-2026-11-27-round35.md, TwoVectorBackwardRow in row_layout.h) and, for
-// rows of 385-512 threads at 2, at 4 (round36.md: within 1 % of 2); rows
-// split over a cluster faster staged in both (round7.md: fp32 8192 x 16384
-// RMSNorm 686 -> 629 us, LayerNorm 716 -> 657 us; bf16 4096 x 20000 361 -> 280
-// us, 430 -> 330 us); staged full rows without bounds tests (round9.md: the
-// LayerNorm-with-bias instance at 4 vectors no longer spills, bf16 8192 x
-// 16384 347.5 -> 309.9 us).
+// Measured on the H100: plain 16-bit rows faster staged, fp32 rows of one block
+// on the register kernel at 4 vectors per thread (round4.md), staged at 2
+// (gpu-2026-11-27-round35.md, TwoVectorBackwardRow in row_layout.h); fp32 rows
+// of 3073-4096, back at 4 vectors, staged too (round36.md: plain launches
+// within 1 % of 2 vectors staged); rows split over a cluster faster staged in
+// both (round7.md: fp32 8192 x 16384 RMSNorm 686 -> 629 us, LayerNorm 716 ->
+// 657 us; bf16 4096 x 20000 361 -> 280 us, 430 -> 330 us); staged full rows
+// without bounds tests (round9.md: the LayerNorm-with-bias instance at 4
+// vectors no longer spills, bf16 8192 x 16384 347.5 -> 309.9 us).
 template <typename T, int VEC, int ITERS, bool kCenter>
 StageOne ChooseGeneralStageOne(const RowLayout& layout, int64_t hidden, bool plain, bool db,
                                bool full, bool partials, int tensors, bool residual_as_stored,

@@ -207,14 +207,14 @@ inline RowLayout ChooseRowLayout(Pass pass, DType dtype, int64_t hidden, bool al
   //    (8192 x 16384 RMSNorm 187 -> 186 us, add + RMSNorm 397 -> 391 us,
   //    bench/results/gpu-2026-11-23-round6.md; before packing, 8 vectors won
   //    at 16384: round2.md);
-  //  - backward: a row of full vectors that 2 vectors per thread spread over
-  //    at most kMaxThreads threads (TwoVectorBackwardRow; fp32 rows up to
-  //    kTwoVectorF32Threads) takes 2 vectors per thread rather than 4. 16-bit rows (hidden
-  //    <= 8192): at 4 vectors the dw and db registers of LayerNorm with a bias
-  //    left the staged kernel spilling (round7.md: LayerNorm 65536 x 1024
-  //    194 -> 157 us, 16384 x 8192 372 -> 316 us; RMSNorm 160 -> 155,
-  //    309 -> 299 us; round2.md: 32768 x 4096 RMSNorm 434 -> 413 us; bf16
-  //    4096 x 5000 LayerNorm 84.8 -> 72.0 us, RMSNorm 66.5 -> 66.3,
+  //  - backward: a row of full vectors that 2 vectors per thread spread over at
+  //    most kMaxThreads threads (TwoVectorBackwardRow; fp32 rows: up to
+  //    kTwoVectorF32Threads) takes 2 vectors per thread rather than 4. 16-bit
+  //    rows (hidden <= 8192): at 4 vectors the dw and db registers of LayerNorm
+  //    with a bias left the staged kernel spilling (round7.md: LayerNorm 65536
+  //    x 1024 194 -> 157 us, 16384 x 8192 372 -> 316 us; RMSNorm 160 -> 155,
+  //    309 -> 299 us; round2.md: 32768 x 4096 RMSNorm 434 -> 413 us; bf16 4096
+  //    x 5000 LayerNorm 84.8 -> 72.0 us, RMSNorm 66.5 -> 66.3,
   //    gpu-2026-11-24-round12.md, where round 7 had measured RMSNorm 68 -> 74
   //    before the staged kernel's later changes). Longer rows split over a
   //    cluster at 2 vectors per thread measured slower than one block at 4
