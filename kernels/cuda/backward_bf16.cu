@@ -12,4 +12,8 @@ int BackwardResidentBlocksBF16(const RowLayout& layout, int64_t hidden, int sms)
   return BackwardResidentBlocks<__nv_bfloat16>(layout, hidden, sms);
 }
 
+StageOneOccupancy BackwardStageOneOccupancyBF16(int64_t hidden, const BackwardLaunchKind& kind) {
+  return StageOneOccupancyOf<__nv_bfloat16>(DType::kBF16, hidden, kind);
+}
+
 }  // namespace normserve::kernels::cuda

@@ -12,4 +12,8 @@ int BackwardResidentBlocksF16(const RowLayout& layout, int64_t hidden, int sms) 
   return BackwardResidentBlocks<__half>(layout, hidden, sms);
 }
 
+StageOneOccupancy BackwardStageOneOccupancyF16(int64_t hidden, const BackwardLaunchKind& kind) {
+  return StageOneOccupancyOf<__half>(DType::kF16, hidden, kind);
+}
+
 }  // namespace normserve::kernels::cuda

@@ -12,4 +12,8 @@ int BackwardResidentBlocksF32(const RowLayout& layout, int64_t hidden, int sms) 
   return BackwardResidentBlocks<float>(layout, hidden, sms);
 }
 
+StageOneOccupancy BackwardStageOneOccupancyF32(int64_t hidden, const BackwardLaunchKind& kind) {
+  return StageOneOccupancyOf<float>(DType::kF32, hidden, kind);
+}
+
 }  // namespace normserve::kernels::cuda

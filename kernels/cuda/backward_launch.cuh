@@ -72,6 +72,14 @@ StageOne ChooseGeneralStageOne(const RowLayout& layout, int64_t hidden, bool pla
     constexpr bool kWeightRow = decltype(weight_row)::value;
     s.cluster_ctas = kCtas;
     s.shared_bytes = staged_bytes(ctas, kFused ? tensors : 2, kWeightRow);
+    if constexpr (kCtas == 1 && sizeof(T) == 4 && ITERS == 2 && kCenter && kFused && kWeightRow) {
+      if (layout.threads() > kTargetThreads) {
+        s.kernel = ForDbFull(db, full, [](auto kdb, auto kfull) {
+          return &BackwardStagedFusedLayerNormKernel<decltype(kdb)::value, decltype(kfull)::value>;
+        });
+        return s;
+      }
+    }
     if constexpr (kCtas == 1 && sizeof(T) == 2 && ITERS == 2 && kWeightRow) {
       if (layout.threads() > kTargetThreads && layout.threads() <= kPairedThreads) {
         s.kernel = ForDbFull(db, full, [](auto kdb, auto kfull) {
@@ -292,6 +300,40 @@ int BackwardResidentBlocks(const RowLayout& layout, int64_t hidden, int sms) {
   }
   if (err != cudaSuccess || blocks_per_sm < 1) return 2 * sms;
   return (blocks_per_sm < 2 ? 1 : 2) * sms;
+}
+
+// BackwardStageOneOccupancy (launch.h) for storage type T (dtype).
+template <typename T>
+StageOneOccupancy StageOneOccupancyOf(DType dtype, int64_t hidden, const BackwardLaunchKind& kind) {
+  const RowLayout layout = ChooseRowLayout(Pass::kBackward, dtype, hidden, /*aligned=*/true);
+  if (layout.iters == 0 || layout.ctas_per_row != 1) return {};
+  const int plan_blocks = PlanBlocksPerSm(MaxBackwardChunks(dtype, hidden, layout));
+  int blocks = 0;
+  const cudaError_t err =
+      DispatchRowLayout<Pass::kBackward, T>(layout, [&](auto vec, auto iters) -> cudaError_t {
+        constexpr int kVec = decltype(vec)::value;
+        constexpr int kIters = decltype(iters)::value;
+        if constexpr (kIters == 0) {
+          return cudaErrorInvalidConfiguration;
+        } else {
+          const bool plain = !kind.y && !kind.residual_grad;
+          auto choose = [&](auto center) {
+            return ChooseStageOne<T, kVec, kIters, decltype(center)::value>(
+                layout, hidden, plain, kind.bias, kind.full, /*partials=*/true,
+                /*tensors=*/kind.y ? 3 : 2, /*residual_as_stored=*/true, plan_blocks);
+          };
+          const StageOne s = kind.center ? choose(std::true_type{}) : choose(std::false_type{});
+          if (s.kernel == nullptr || s.cluster_ctas != 1) return cudaErrorInvalidConfiguration;
+          if (const cudaError_t e = AllowDynamicShared(s.kernel, s.shared_bytes);
+              e != cudaSuccess) {
+            return e;
+          }
+          return cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, s.kernel, layout.threads(),
+                                                               s.shared_bytes);
+        }
+      });
+  if (err != cudaSuccess) return {-1, plan_blocks};
+  return {blocks, plan_blocks};
 }
 
 template <typename T>

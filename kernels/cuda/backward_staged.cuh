@@ -340,6 +340,20 @@ __global__ void __launch_bounds__(kMaxThreads)
       a, tpr, rows_per_cta, chunk_rows);
 }
 
+// fp32 fused LayerNorm rows of 257-384 threads at 2 vectors each (hidden
+// 2049-3072): BackwardStagedKernel's instances take 85-98 registers, one such
+// block per SM where the chunk plan runs two (a second wave); bounded to two
+// (79-80 registers, no spills). Fused LayerNorm backward 32768 x 3000 569.5 ->
+// 392.8 us on an H200, 647.5 -> 541.3 on an H100 (round 37).
+inline constexpr int kTwoVectorF32FusedThreads = 384;
+template <bool kDb, bool kFull>
+__global__ void __launch_bounds__(kTwoVectorF32FusedThreads, 2)
+    BackwardStagedFusedLayerNormKernel(const BackwardArgs a, const int tpr, const int rows_per_cta,
+                                       const int64_t chunk_rows) {
+  BackwardStagedRows<float, 4, 2, kDb, /*kCenter=*/true, 1, kFull, /*kFused=*/true, true>(
+      a, tpr, rows_per_cta, chunk_rows);
+}
+
 // Blocks of more than kTargetThreads and at most kPairedThreads threads (16-bit
 // rows of 4097-5120 elements at 2 vectors per thread) hold two per SM only at
 // 96 registers or fewer; BackwardStagedKernel's bound lets ptxas take up to 128

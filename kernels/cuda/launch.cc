@@ -136,6 +136,21 @@ int PlanBackward(DType dtype, int64_t hidden, bool aligned, SegmentPlan* segment
   return chunk;
 }
 
+StageOneOccupancy BackwardStageOneOccupancy(DType dtype, int64_t hidden,
+                                            const BackwardLaunchKind& kind) {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices < 1) return {};
+  switch (dtype) {
+    case DType::kF32:
+      return BackwardStageOneOccupancyF32(hidden, kind);
+    case DType::kF16:
+      return BackwardStageOneOccupancyF16(hidden, kind);
+    case DType::kBF16:
+      return BackwardStageOneOccupancyBF16(hidden, kind);
+  }
+  return {};
+}
+
 size_t BackwardWorkspaceBytes(int64_t hidden, int total_chunks) {
   // dw partials, then db partials: [2][total_chunks][hidden] fp32.
   return 2 * sizeof(float) * static_cast<size_t>(total_chunks) * static_cast<size_t>(hidden);

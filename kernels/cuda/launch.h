@@ -136,6 +136,26 @@ int ResidentBlocksPerSm(const void* kernel, int threads);
 // 4096 x 12288 158.8 -> 139.9 us, 8192 x 16384 368.7 -> 347.6 us;
 // bench/results/gpu-2026-11-24-round8.md).
 int MaxBackwardChunks(DType dtype, int64_t hidden, const RowLayout& layout);
+// For tests: a backward launch of one kind (LayerNorm or RMSNorm, with y or
+// grad_residual_out stored as the dtype, a bias, a row that fills its layout)
+// on rows of `hidden` aligned 16-byte vectors. kernel_blocks: the blocks per
+// SM its stage-one kernel holds; plan_blocks: those its chunk plan runs. A
+// kernel that holds fewer runs the plan's last blocks as a second wave. Both 0
+// for layouts without a one-block kernel (clusters, streaming) and without a
+// device.
+struct BackwardLaunchKind {
+  bool center = false;
+  bool y = false;
+  bool residual_grad = false;
+  bool bias = false;
+  bool full = false;  // only where FullRow holds for the layout
+};
+struct StageOneOccupancy {
+  int kernel_blocks = 0;
+  int plan_blocks = 0;
+};
+StageOneOccupancy BackwardStageOneOccupancy(DType dtype, int64_t hidden,
+                                            const BackwardLaunchKind& kind);
 // Bytes of workspace a backward launch with total_chunks chunks needs.
 size_t BackwardWorkspaceBytes(int64_t hidden, int total_chunks);
 

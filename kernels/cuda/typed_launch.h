@@ -17,6 +17,9 @@ cudaError_t LaunchBackwardBF16(const BackwardArgs& args, cudaStream_t stream);
 int BackwardResidentBlocksF32(const RowLayout& layout, int64_t hidden, int sms);
 int BackwardResidentBlocksF16(const RowLayout& layout, int64_t hidden, int sms);
 int BackwardResidentBlocksBF16(const RowLayout& layout, int64_t hidden, int sms);
+StageOneOccupancy BackwardStageOneOccupancyF32(int64_t hidden, const BackwardLaunchKind& kind);
+StageOneOccupancy BackwardStageOneOccupancyF16(int64_t hidden, const BackwardLaunchKind& kind);
+StageOneOccupancy BackwardStageOneOccupancyBF16(int64_t hidden, const BackwardLaunchKind& kind);
 
 }  // namespace normserve::kernels::cuda
 
