@@ -344,10 +344,10 @@ __global__ void __launch_bounds__(kMaxThreads)
 // 2049-3072): BackwardStagedKernel's instances take 85-98 registers, one such
 // block per SM where the chunk plan runs two (a second wave); bounded to two
 // (79-80 registers, no spills). Fused LayerNorm backward 32768 x 3000 569.5 ->
-// 392.8 us on an H200, 647.5 -> 541.3 on an H100 (round 37).
-inline constexpr int kTwoVectorF32FusedThreads = 384;
+// 392.8 us on an H200, 647.5 -> 541.3 on an H100 (round 37). Bounded by the
+// layouts' own limit (row_layout.h), so the two cannot drift apart.
 template <bool kDb, bool kFull>
-__global__ void __launch_bounds__(kTwoVectorF32FusedThreads, 2)
+__global__ void __launch_bounds__(kTwoVectorF32Threads, 2)
     BackwardStagedFusedLayerNormKernel(const BackwardArgs a, const int tpr, const int rows_per_cta,
                                        const int64_t chunk_rows) {
   BackwardStagedRows<float, 4, 2, kDb, /*kCenter=*/true, 1, kFull, /*kFused=*/true, true>(
