@@ -27,6 +27,9 @@ if has test; then
   stamp test
   "$TEST" --gtest_filter='*cuda*' --gtest_brief=1 > "$OUT/tests.log" 2>&1
   echo "kernel suite (cuda) rc=$?"; tail -15 "$OUT/tests.log"
+  # Every one-block backward launch against its chunk plan (skipped without a GPU, so only here).
+  "$BUILD/tests/kernels/normserve_stage_one_fit_test" --gtest_brief=1 > "$OUT/fit.log" 2>&1
+  echo "stage-one fit rc=$?"; tail -5 "$OUT/fit.log"
 fi
 if has bench; then
   stamp bench
