@@ -259,6 +259,14 @@ cudaError_t LaunchBackwardRows(const BackwardArgs& a, const RowLayout& layout, i
   });
 }
 
+// Blocks per SM that a one-block kernel of `threads` threads and `bytes` of
+// dynamic shared memory holds.
+template <typename Kernel>
+cudaError_t OneBlockOccupancy(Kernel* kernel, int threads, size_t bytes, int* blocks) {
+  if (const cudaError_t e = AllowDynamicShared(kernel, bytes); e != cudaSuccess) return e;
+  return cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, kernel, threads, bytes);
+}
+
 // Blocks of the layout's stage-one kernel the device holds at once, counted
 // up to 2 per SM (see MaxBackwardChunks); for a cluster launch, in whole
 // clusters (the SMs of a GPC need not divide into clusters of four: a plan of
@@ -274,11 +282,8 @@ int BackwardResidentBlocks(const RowLayout& layout, int64_t hidden, int sms) {
         constexpr int kVec = decltype(vec)::value;
         constexpr int kIters = decltype(iters)::value;
         auto occupancy = [&](auto* kernel, size_t bytes, int ctas) {
+          if (ctas == 1) return OneBlockOccupancy(kernel, layout.threads(), bytes, &blocks_per_sm);
           if (const cudaError_t e = AllowDynamicShared(kernel, bytes); e != cudaSuccess) return e;
-          if (ctas == 1) {
-            return cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernel,
-                                                                 layout.threads(), bytes);
-          }
           const ClusterLaunch launch(static_cast<unsigned>(sms), ctas,
                                      static_cast<unsigned>(layout.threads()), bytes, nullptr);
           return cudaOccupancyMaxActiveClusters(&clusters, kernel, &launch.config);
@@ -324,12 +329,7 @@ StageOneOccupancy StageOneOccupancyOf(DType dtype, int64_t hidden, const Backwar
           };
           const StageOne s = kind.center ? choose(std::true_type{}) : choose(std::false_type{});
           if (s.kernel == nullptr || s.cluster_ctas != 1) return cudaErrorInvalidConfiguration;
-          if (const cudaError_t e = AllowDynamicShared(s.kernel, s.shared_bytes);
-              e != cudaSuccess) {
-            return e;
-          }
-          return cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, s.kernel, layout.threads(),
-                                                               s.shared_bytes);
+          return OneBlockOccupancy(s.kernel, layout.threads(), s.shared_bytes, &blocks);
         }
       });
   if (err != cudaSuccess) return {-1, plan_blocks};
