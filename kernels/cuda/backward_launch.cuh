@@ -59,11 +59,22 @@ StageOne ChooseGeneralStageOne(const RowLayout& layout, int64_t hidden, bool pla
                                bool full, bool partials, int tensors, bool residual_as_stored,
                                int plan_blocks) {
   StageOne s;
+  // BackwardStagedKernel's kPadded (the same bits either way), for blocks of at
+  // most kTargetThreads threads of at most 2 vectors each; launches with y
+  // only for 16-bit rows on a GPU of high bandwidth per SM. Larger blocks, 4
+  // vectors, and launches with y otherwise, measured slower padded
+  // (bench/results/gpu-2026-11-27-round38.md).
+  constexpr bool kMayPad = ITERS <= 2;
+  const bool with_y = tensors > 2;
+  const bool padded = kMayPad && !full && layout.ctas_per_row == 1 &&
+                      layout.threads() <= kTargetThreads &&
+                      (!with_y || (sizeof(T) == 2 && HighDramBandwidthPerSm()));
   auto staged_bytes = [&](auto ctas, int staged_tensors, bool weight_row = true) {
     constexpr int kCtas = decltype(ctas)::value;
-    return StagedSharedBytes(layout.rows_per_cta,
-                             LocalRowLength<VEC, ITERS, kCtas>(hidden, layout.tpr), sizeof(T),
-                             staged_tensors, weight_row);
+    return StagedSharedBytes(
+        layout.rows_per_cta,
+        StagedRowLength<VEC, ITERS, kCtas>(hidden, layout.tpr, kCtas == 1 && padded), sizeof(T),
+        staged_tensors, weight_row);
   };
   // weight_row: see BackwardStagedKernel's kWeightRow.
   auto staged = [&](auto ctas, auto fused, auto weight_row) {
@@ -89,9 +100,15 @@ StageOne ChooseGeneralStageOne(const RowLayout& layout, int64_t hidden, bool pla
         return s;
       }
     }
-    s.kernel = ForDbFull(db, full, [](auto kdb, auto kfull) {
-      return &BackwardStagedKernel<T, VEC, ITERS, decltype(kdb)::value, kCenter, kCtas,
-                                   decltype(kfull)::value, kFused, kWeightRow>;
+    s.kernel = ForDbFull(db, full, [&](auto kdb, auto kfull) {
+      constexpr bool kDb = decltype(kdb)::value, kFull = decltype(kfull)::value;
+      if constexpr (kMayPad && kCtas == 1 && !kFull) {
+        if (padded) {
+          return &BackwardStagedKernel<T, VEC, ITERS, kDb, kCenter, 1, false, kFused, kWeightRow,
+                                       /*kPadded=*/true>;
+        }
+      }
+      return &BackwardStagedKernel<T, VEC, ITERS, kDb, kCenter, kCtas, kFull, kFused, kWeightRow>;
     });
     return s;
   };

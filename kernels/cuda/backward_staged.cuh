@@ -53,6 +53,12 @@ inline size_t StagedSharedBytes(int rows_per_cta, int64_t row_len, size_t elem_s
   return StagedRowsBytes(rows_per_cta, row_len, elem_size, tensors) +
          (weight_row ? sizeof(float) * static_cast<size_t>(row_len) : 0);
 }
+// Length of one tensor's staged row: LocalRowLength, or for a padded launch
+// (kPadded below) the layout's whole width, ITERS * tpr * VEC.
+template <int VEC, int ITERS, int kCtas>
+__host__ __device__ inline int64_t StagedRowLength(int64_t hidden, int tpr, bool padded) {
+  return padded ? int64_t{ITERS} * tpr * VEC : LocalRowLength<VEC, ITERS, kCtas>(hidden, tpr);
+}
 // Tensors a launch stages per row: x and dy, and y where it has one.
 __host__ __device__ inline int StagedTensors(const BackwardArgs& a) {
   return 2 + (a.y != nullptr ? 1 : 0);
@@ -66,6 +72,16 @@ __host__ __device__ inline int StagedTensors(const BackwardArgs& a) {
 // has y or grad_residual_out (stored as T). kWeightRow: scale * w is kept in
 // shared memory; without it, formed from the weight (L2-resident) at each use,
 // the same products. kHeld: see BackwardStagedHeldKernel.
+// kPadded (rows of one block with bounds tests, kFull false): each tensor's
+// staged row has the layout's whole width (StagedRowLength), so a thread's
+// vectors past the row's end have slots of their own, which the copy
+// zero-fills, and the reads from shared memory need no bounds test: the same
+// values, so the same bits. The tested reads had left the fused launches
+// latency-bound (ncu, round 37). Measured against unpadded
+// (bench/results/gpu-2026-11-27-round38.md), fused backward with a residual
+// gradient: fp32 32768 x 1500 H200 262.9 -> 207.0 us, H100 312.8 -> 280.1;
+// 65536 x 1000 289.4 -> 257.1 / 367.2 -> 364.7; bf16 32768 x 3000 282.9 ->
+// 217.9 / 326.6 -> 282.9. Which launches take it: ChooseGeneralStageOne.
 // The body of the kernels below.
 //
 // kKeep (held layouts, and plain fp32 rows split over a cluster where the
@@ -84,11 +100,12 @@ __host__ __device__ inline int StagedTensors(const BackwardArgs& a) {
 // 8192 x 16384 413.7 -> 410.25, 4096 x 20000 289.2 -> 280.05; LayerNorm 8192
 // x 16384 421.0 -> 415.35.
 template <typename T, int VEC, int ITERS, bool kDb, bool kCenter, int kCtas, bool kFull,
-          bool kFused, bool kWeightRow, bool kHeld = false>
+          bool kFused, bool kWeightRow, bool kHeld = false, bool kPadded = false>
 __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const int tpr,
                                                    const int rows_per_cta,
                                                    const int64_t chunk_rows) {
   static_assert(sizeof(T) * VEC == 16, "staged rows move 16-byte vectors");
+  static_assert(!kPadded || (kCtas == 1 && !kFull && !kHeld), "padding is for tested rows");
   constexpr bool kKeep =
       kHeld || (kCtas > 1 && sizeof(T) == 4 && !kFused && (!kDb || (kFull && kCtas == 2)));
   AllowDependentLaunch();  // ReducePartialsKernel waits for this grid's end itself
@@ -109,6 +126,7 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
   const T* y = static_cast<const T*>(a.y);
   const T* residual_grad = static_cast<const T*>(a.grad_residual_out);
   const int tensors = kFused ? StagedTensors(a) : 2;
+  const int slot_len = kPadded ? ITERS * tpr * VEC : len;  // StagedRowLength
   // Whether vector `it` at column col lies inside the row. A held layout
   // (kHeldRowThreads threads a block, ITERS the fewest vectors each that cover
   // the row) has only its last vectors past the row's end.
@@ -118,7 +136,7 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
   // at LocalColumn(it) of it.
   auto slot = [&](int s, int which) {
     return reinterpret_cast<T*>(staged) +
-           (static_cast<int64_t>(s * rows_per_cta + group) * tensors + which) * len;
+           (static_cast<int64_t>(s * rows_per_cta + group) * tensors + which) * slot_len;
   };
   // Starts copying `row` into stage s (zeros for a row past the chunk).
   auto stage_row = [&](int64_t row, int s) {
@@ -128,7 +146,15 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
     for (int it = 0; it < ITERS; ++it) {
       const int col = (it * tpr + t) * VEC;
       const int local = LocalColumn<VEC, kCtas>(it, tpr, t);
-      if (in_row(it, col)) {
+      if constexpr (kPadded) {  // every slot copied: zeros past the row's end
+        const bool copy = live && in_row(it, col);
+        const int64_t at = copy ? base + col : 0;
+        CpAsync16(slot(s, kX) + local, x + at, copy);
+        CpAsync16(slot(s, kDy) + local, dy + at, copy);
+        if constexpr (kFused) {
+          if (y != nullptr) CpAsync16(slot(s, kY) + local, y + at, copy);
+        }
+      } else if (in_row(it, col)) {
         CpAsync16(slot(s, kX) + local, x + base + col, live);
         CpAsync16(slot(s, kDy) + local, dy + base + col, live);
         if constexpr (kFused) {
@@ -151,7 +177,7 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
   // statistics' sums do not depend on it (see BackwardRow).
   auto load = [&](int s, int which, int it, float(&v)[VEC]) {
     const int col = (it * tpr + t) * VEC;
-    if (in_row(it, col)) {
+    if (kPadded || in_row(it, col)) {
       LoadFloats(slot(s, which) + LocalColumn<VEC, kCtas>(it, tpr, t), v);
     } else {
 #pragma unroll
@@ -177,7 +203,8 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
     }
   };
   const SharedFloatRow<VEC> scaled_w{
-      reinterpret_cast<float*>(staged + StagedRowsBytes(rows_per_cta, len, sizeof(T), tensors)),
+      reinterpret_cast<float*>(staged +
+                               StagedRowsBytes(rows_per_cta, slot_len, sizeof(T), tensors)),
       len};
   // kKeep: scale * w of the thread's columns in registers for the whole chunk
   // (the padding's: the first column's, as below).
@@ -332,12 +359,12 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
 }
 
 template <typename T, int VEC, int ITERS, bool kDb, bool kCenter, int kCtas = 1, bool kFull = false,
-          bool kFused = false, bool kWeightRow = true>
+          bool kFused = false, bool kWeightRow = true, bool kPadded = false>
 __global__ void __launch_bounds__(kMaxThreads)
     BackwardStagedKernel(const BackwardArgs a, const int tpr, const int rows_per_cta,
                          const int64_t chunk_rows) {
-  BackwardStagedRows<T, VEC, ITERS, kDb, kCenter, kCtas, kFull, kFused, kWeightRow>(
-      a, tpr, rows_per_cta, chunk_rows);
+  BackwardStagedRows<T, VEC, ITERS, kDb, kCenter, kCtas, kFull, kFused, kWeightRow,
+                     /*kHeld=*/false, kPadded>(a, tpr, rows_per_cta, chunk_rows);
 }
 
 // fp32 fused LayerNorm rows of 257-384 threads at 2 vectors each (hidden
