@@ -77,6 +77,13 @@ inline bool FewerWaves(const void* kernel, const void* other, int threads, int64
 // threads that is not latency-bound, or null where ForwardKernel's instance
 // (`generic`) runs it.
 // 16-bit rows of 32-512 threads (hidden 1024-16384), every such launch.
+// Each row width takes its own instance (kTpr): powers of two, and widths
+// common models use, 16-bit rows of 3072, 6144 and 12288 (3, 6 and 12 warps)
+// and fp32 rows of 6144 and 7168 (12 and 14; see below for fp32). Against
+// ForwardKernel (bench/results/gpu-2026-11-27-round38.md, H200 call 8, H100
+// call 9): bf16 LayerNorm 16384 x 6144 H200 107.5 -> 101.5 us, H100 139.2 ->
+// 139.0; 8192 x 12288 117.4 -> 110.2 / 141.7 -> 138.7; 1024 x 6144 14.1 ->
+// 13.0 / 15.7 -> 14.8; RMSNorm 2048 x 3072 13.0 -> 12.2 / 14.8 -> 14.1.
 // Measured on the H100 (bench/results/gpu-2026-11-26-round31.md, call 1,
 // with statistics), bf16 RMSNorm 4096 x 4096 28.1 -> 27.6 us, 2048 x 4096
 // 17.1 -> 16.55, 600 x 4096 8.75 -> 8.4, 4096 x 2048 17.15 -> 16.45, 2048 x
@@ -108,6 +115,15 @@ inline bool FewerWaves(const void* kernel, const void* other, int threads, int64
 // 21.7; fp16 LayerNorm 2048 x 4096 14.2 -> 13.9. fp16 RMSNorm rows of 256
 // threads stay with ForwardKernel on GPUs such as the H100.
 inline constexpr int kLeanBlocksPerSm = 9;
+// fp32 rows of 6144 and 7168 (384 and 448 threads), where ForwardKernel holds
+// two blocks per SM and the lean instance three or four, take it on the same
+// terms as rows of 512 (but for RMSNorm as well as LayerNorm on a GPU of high
+// bandwidth per SM): round38.md, H200 (call 8) LayerNorm 16384 x 6144 217.6
+// -> 199.2 us, RMSNorm 208.7 -> 198.5, LayerNorm 16384 x 7168 239.5 ->
+// 229.3, 4096 x 6144 60.7 -> 53.8; H100 (call 9) LayerNorm 4096 x 6144 72.5
+// -> 71.6, 1024 x 6144 23.4 -> 22.1, 2048 x 7168 44.9 -> 44.2, where the
+// launches of more than kLeanFp32WideElements lost (16384 x 6144 269.3 ->
+// 270.9, RMSNorm 268.8 -> 270.7; 16384 x 7168 314.6 -> 315.4).
 // fp32 rows (FewerForwardVectors: hidden 4096 and 8192) where the lean
 // instance's 35-40 registers, against ForwardKernel's 64, take the launch in
 // fewer waves (FewerWaves). Launches of as many waves lost on the H200 (call
@@ -150,9 +166,18 @@ auto* LeanUnspreadInstance(const ForwardArgs& a, int tpr, int threads, int64_t b
   }
   fixed(std::integral_constant<int, 256>{});
   fixed(std::integral_constant<int, 512>{});
+  if constexpr (sizeof(T) == 2) {
+    fixed(std::integral_constant<int, 96>{});
+    fixed(std::integral_constant<int, 192>{});
+    fixed(std::integral_constant<int, 384>{});
+  } else {
+    fixed(std::integral_constant<int, 384>{});
+    fixed(std::integral_constant<int, 448>{});
+  }
   if constexpr (sizeof(T) == 4) {
-    const bool wide_rows_gain = kCenter && HighDramBandwidthPerSm();
-    if (tpr == kMaxThreads && a.rows * a.hidden > kLeanFp32WideElements && !wide_rows_gain) {
+    const bool high_bandwidth = HighDramBandwidthPerSm();
+    const bool wide_rows_gain = high_bandwidth && (kCenter || tpr < kMaxThreads);
+    if (tpr > kTargetThreads && a.rows * a.hidden > kLeanFp32WideElements && !wide_rows_gain) {
       return decltype(kernel){nullptr};
     }
     if (kernel != nullptr && !FewerWaves(reinterpret_cast<const void*>(kernel),

@@ -140,7 +140,9 @@ class ManyRowsTest : public BackendTest<DType, int64_t> {
 // More rows than the GPU has SMs, so the CUDA forward's launches are not
 // latency-bound; with and without the residual branch (16-bit rows of 20000:
 // 8 vectors per thread, p held as fp32 registers). A short
-// second segment follows. 512 and 6144: full LayerNorm rows whose
+// second segment follows. 3072, 6144, 7168 and 12288: full rows of 3, 6,
+// 12 or 14 warps (by dtype), which take LeanRowKernel instances of their own
+// width (LeanUnspreadInstance). 512 and 6144: full LayerNorm rows whose
 // statistics come from one reduction (CanonicalGroupMoments), at 512 over
 // rows spread from 16 threads to 64 (SpreadLayout: DeterminismTest compares
 // them with the unspread groups of 16), at 6144 over 6 warps (not a power of
@@ -153,12 +155,13 @@ TEST_P(ManyRowsForwardTest, EveryRowMatchesReference) {
   ExpectPlainAndFusedMatch({300, 7}, DType::kF32, 9);
 }
 
-INSTANTIATE_TEST_SUITE_P(Kernels, ManyRowsForwardTest,
-                         ::testing::Combine(::testing::ValuesIn(BackendNames()), AllDTypes(),
-                                            ::testing::Values(int64_t{512}, int64_t{6144},
-                                                              int64_t{10000}, int64_t{12000},
-                                                              int64_t{16384}, int64_t{20000})),
-                         SuiteParamName);
+INSTANTIATE_TEST_SUITE_P(
+    Kernels, ManyRowsForwardTest,
+    ::testing::Combine(::testing::ValuesIn(BackendNames()), AllDTypes(),
+                       ::testing::Values(int64_t{512}, int64_t{3072}, int64_t{6144}, int64_t{7168},
+                                         int64_t{10000}, int64_t{12000}, int64_t{12288},
+                                         int64_t{16384}, int64_t{20000})),
+    SuiteParamName);
 
 // Short rows in launches of so many rows that the CUDA forward is not
 // latency-bound (about 293 blocks of the layout's 256 threads, more than one
