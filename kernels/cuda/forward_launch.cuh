@@ -175,8 +175,7 @@ auto* LeanUnspreadInstance(const ForwardArgs& a, int tpr, int threads, int64_t b
     fixed(std::integral_constant<int, 448>{});
   }
   if constexpr (sizeof(T) == 4) {
-    const bool high_bandwidth = HighDramBandwidthPerSm();
-    const bool wide_rows_gain = high_bandwidth && (kCenter || tpr < kMaxThreads);
+    const bool wide_rows_gain = HighDramBandwidthPerSm() && (kCenter || tpr < kMaxThreads);
     if (tpr > kTargetThreads && a.rows * a.hidden > kLeanFp32WideElements && !wide_rows_gain) {
       return decltype(kernel){nullptr};
     }

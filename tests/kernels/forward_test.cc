@@ -139,16 +139,16 @@ class ManyRowsTest : public BackendTest<DType, int64_t> {
 
 // More rows than the GPU has SMs, so the CUDA forward's launches are not
 // latency-bound; with and without the residual branch (16-bit rows of 20000:
-// 8 vectors per thread, p held as fp32 registers). A short
-// second segment follows. 3072, 6144, 7168 and 12288: full rows of 3, 6,
-// 12 or 14 warps (by dtype), which take LeanRowKernel instances of their own
-// width (LeanUnspreadInstance). 512 and 6144: full LayerNorm rows whose
-// statistics come from one reduction (CanonicalGroupMoments), at 512 over
-// rows spread from 16 threads to 64 (SpreadLayout: DeterminismTest compares
-// them with the unspread groups of 16), at 6144 over 6 warps (not a power of
-// two). fp32 rows of 12000 and 16384: 8 vectors per thread over 384 and 512
-// threads, the plain ones staged through shared memory (RowStorage::kStaged),
-// partial and full.
+// 8 vectors per thread, p held as fp32 registers). A short second segment
+// follows. 16-bit rows of 3072, 6144 and 12288 (3, 6 and 12 warps) and fp32
+// rows of 6144 and 7168 (12 and 14 warps) take LeanRowKernel instances of
+// their own width (LeanUnspreadInstance). 512 and 6144: full LayerNorm rows
+// whose statistics come from one reduction (CanonicalGroupMoments), at 512
+// over rows spread from 16 threads to 64 (SpreadLayout: DeterminismTest
+// compares them with the unspread groups of 16), at 6144 over 6 warps (not a
+// power of two). fp32 rows of 12000 and 16384: 8 vectors per thread over 384
+// and 512 threads, the plain ones staged through shared memory
+// (RowStorage::kStaged), partial and full.
 class ManyRowsForwardTest : public ManyRowsTest {};
 
 TEST_P(ManyRowsForwardTest, EveryRowMatchesReference) {
