@@ -140,20 +140,21 @@ inline constexpr int kLeanBlocksPerSm = 9;
 // LayerNorm 358.7 -> 360.75 (call 1); H200 RMSNorm 260.4 -> 262.45
 // (round29.md, call 24).
 inline constexpr int64_t kLeanFp32WideElements = int64_t{1} << 25;
-template <typename T, int kVec, int kIters, bool kCenter, typename Generic>
+template <typename T, int kVec, int kIters, bool kCenter, bool kFull = true, typename Generic>
 auto* LeanUnspreadInstance(const ForwardArgs& a, int tpr, int threads, int64_t blocks,
                            Generic* generic) {
   static_assert(kIters == 4, "rows of 4 vectors per thread");
+  static_assert(kFull || sizeof(T) == 2, "bounds-tested rows: 16-bit");
   decltype(&LeanRowKernel<T, kVec, kIters, kCenter, 256, 0>) kernel = nullptr;
   constexpr bool kBoundable = kCenter ? sizeof(T) == 2 : std::is_same_v<T, __half>;
   const bool bounded = kBoundable && threads <= kForwardBlockThreads;
   auto fixed = [&](auto tpr_constant) {
     constexpr int kTpr = decltype(tpr_constant)::value;
     if (tpr != kTpr) return;
-    kernel = &LeanRowKernel<T, kVec, kIters, kCenter, kTpr, 0>;
+    kernel = &LeanRowKernel<T, kVec, kIters, kCenter, kTpr, 0, false, 0, kFull>;
     if constexpr (kBoundable && (kTpr == 64 || kTpr == 128)) {
       if (bounded)
-        kernel = &LeanRowKernel<T, kVec, kIters, kCenter, kTpr, 0, false, kLeanBlocksPerSm>;
+        kernel = &LeanRowKernel<T, kVec, kIters, kCenter, kTpr, 0, false, kLeanBlocksPerSm, kFull>;
     }
   };
   if constexpr (std::is_same_v<T, __half> && !kCenter) {
@@ -346,6 +347,27 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
       } else {
         lean = LeanPairInstance<T, kVec, kCenter>(a, layout.tpr, layout.threads(), blocks, generic);
       }
+    }
+  }
+  // Plain 16-bit LayerNorm rows of 4 vectors per thread with bounds tests
+  // (hidden 1000, 2000, 3000, 6000, 12000 ...: vectors past the row's end, or
+  // a partial statistic) over a row width that has an instance, in every
+  // launch that is not latency-bound: LeanRowKernel's bounds-tested instances
+  // (the same arithmetic as ForwardKernel's, so the same bits). ForwardKernel
+  // is issue-bound there on the H200 (ncu, bf16 LayerNorm 8192 x 15000: 0.71
+  // instructions issued per scheduler and cycle, 31 % more instructions than
+  // RMSNorm; bench/results/gpu-2026-11-27-round39.md, call 7). Measured (calls
+  // 8-9), bf16 LayerNorm H200: 32768 x 3000 110.8 -> 99.9 us, 16384 x 6000
+  // 112.9 -> 99.9, 8192 x 12000 128.2 -> 112.2, 32768 x 2000 74.3 -> 69.3,
+  // 65536 x 1000 71.5 -> 69.2; fp16 16384 x 6000 112.5 -> 98.8; H100: 8192 x
+  // 12000 145.0 -> 136.3, 16384 x 4000 93.5 -> 92.7, others within 0.4 %
+  // (16384 x 6000 136.0 -> 136.4). RMSNorm rows lost up to 0.9 % so on the
+  // H200 (bf16 16384 x 6000 99.2 -> 99.9 us) and keep ForwardKernel.
+  if constexpr (kPackable && kIters == 4 && kCenter) {
+    if (layout.spread == 0 && !preload && !full && packed) {
+      auto* generic = &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kPacked, false>;
+      lean = LeanUnspreadInstance<T, kVec, kIters, kCenter, false>(a, layout.tpr, layout.threads(),
+                                                                   blocks, generic);
     }
   }
   if (lean != nullptr) {

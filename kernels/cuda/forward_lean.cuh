@@ -1,10 +1,11 @@
 // The forward kernel of rows that a launch runs with a fixed layout known at
-// compile time: full rows of 16-byte vectors, plain (no y, no residual_out;
+// compile time: rows of 16-byte vectors, full (or, kFull = false, with bounds
+// tests), plain (no y, no residual_out;
 // held as loaded) or fused (kFused: y, residual_out optional; p = x + y held
 // in fp32), kTpr threads per row placed by kSpread (CanonicalPosition).
 // ForwardKernel runs the same rows with a runtime layout (row groups,
 // positions and reduction loops computed per thread) and every parameter
-// combination behind runtime tests. Four launches take it
+// combination behind runtime tests. Five launches take it
 // (forward_launch.cuh):
 //  - plain 16-bit rows spread once (SpreadsOnce, where SpreadRowInstance
 //    says which; on the H200 ForwardKernel's spread instance lost to the
@@ -16,9 +17,12 @@
 //    row of 8192 where Liger's kernel executes 278: round29.md, call 23);
 //  - plain fp32 rows of 2 vectors per thread, unspread (LeanPairInstance:
 //    hidden 1024 and 2048);
-//  - fused 16-bit rows spread once (LeanFusedInstance).
+//  - fused 16-bit rows spread once (LeanFusedInstance);
+//  - plain 16-bit LayerNorm rows of 4 vectors per thread with bounds tests
+//    (kFull = false; LaunchForwardRegisters).
 // The same arithmetic as ForwardKernel's instances of the row's other
-// layouts (CanonicalRowStats, NormOutput), so the same bits (DeterminismTest).
+// layouts (CanonicalRowStats, or RowStatsOf for rows with bounds tests;
+// NormOutput), so the same bits (DeterminismTest, BoundsTestedRowsTest).
 #ifndef NORMSERVE_KERNELS_CUDA_FORWARD_LEAN_CUH_
 #define NORMSERVE_KERNELS_CUDA_FORWARD_LEAN_CUH_
 
@@ -31,13 +35,17 @@ namespace normserve::kernels::cuda {
 // kFused: rows with y (p = x + y, residual_out optional), held as fp32 p.
 // kMinBlocks > 0: compiled for blocks of at most kForwardBlockThreads threads
 // (the forward launcher's blocks of short rows), kMinBlocks of them per SM
-// (registers bounded to fit; 0: no bound past kMaxThreads).
+// (registers bounded to fit; 0: no bound past kMaxThreads). kFull = false:
+// plain unspread rows with bounds tests (vectors past the row's end, or a
+// partial statistic), their statistics from RowStatsOf as ForwardKernel's
+// instances of such rows take them.
 template <typename T, int VEC, int ITERS, bool kCenter, int kTpr, int kSpread = kSpreadOnce,
-          bool kFused = false, int kMinBlocks = 0>
+          bool kFused = false, int kMinBlocks = 0, bool kFull = true>
 __global__ void __launch_bounds__(kMinBlocks > 0 ? kForwardBlockThreads : kMaxThreads, kMinBlocks)
     LeanRowKernel(const int rows_per_cta, const ForwardArgs a) {
   static_assert(sizeof(T) * VEC == 16, "rows of 16-byte vectors");
-  static_assert(ForwardCanonical<VEC, ITERS, true>(), "canonical rows");
+  static_assert(ForwardCanonical<VEC, ITERS, true>(), "rows of up to 32 values per thread");
+  static_assert(kFull || (!kFused && kSpread == 0), "bounds-tested rows are plain, unspread");
   __shared__ float scratch_buffers[GroupScratch::kFloats];
   GroupScratch scratch{scratch_buffers};
   const int thread = static_cast<int>(threadIdx.x);
@@ -46,6 +54,9 @@ __global__ void __launch_bounds__(kMinBlocks > 0 ? kForwardBlockThreads : kMaxTh
   const int64_t row = static_cast<int64_t>(blockIdx.x) * rows_per_cta + thread / kTpr;
   const bool live = row < a.rows;
   const int64_t base = row * a.hidden;
+  const int d = static_cast<int>(a.hidden);
+  // Whether the thread's vector `it` lies inside the row.
+  auto inside = [&](int it) { return kFull || (it * kTpr + position) * VEC < d; };
   const T* x = static_cast<const T*>(a.x) + base + position * VEC;
   const T* weight = static_cast<const T*>(a.weight);
   const T* bias = static_cast<const T*>(a.bias);
@@ -58,7 +69,7 @@ __global__ void __launch_bounds__(kMinBlocks > 0 ? kForwardBlockThreads : kMaxTh
   uint4 raw[ITERS], y_raw[kFused ? ITERS : 1];
 #pragma unroll
   for (int it = 0; it < ITERS; ++it) {
-    raw[it] = LoadRawOrZero<T, VEC>(at(x, it), live);
+    raw[it] = LoadRawOrZero<T, VEC>(at(x, it), live && inside(it));
     if constexpr (kFused) {
       y_raw[it] =
           LoadRawOrZero<T, VEC>(at(static_cast<const T*>(a.y) + base + position * VEC, it), live);
@@ -92,8 +103,12 @@ __global__ void __launch_bounds__(kMinBlocks > 0 ? kForwardBlockThreads : kMaxTh
     }
   };
   float mean, rstd;
-  CanonicalRowStats<kCenter, VEC, ITERS, kTpr >= 32>(row_vector, kTpr, kSpread, a.norm, scratch,
-                                                     mean, rstd);
+  if constexpr (kFull) {
+    CanonicalRowStats<kCenter, VEC, ITERS, kTpr >= 32>(row_vector, kTpr, kSpread, a.norm, scratch,
+                                                       mean, rstd);
+  } else {
+    RowStatsOf<kCenter, VEC, ITERS>(row_vector, kTpr, t, d, a.norm, scratch, mean, rstd);
+  }
   if (!live) return;
   if (t == 0) StoreRowStats(a, row, mean, rstd);
   const float mul = rstd * a.norm.scale;
@@ -110,6 +125,7 @@ __global__ void __launch_bounds__(kMinBlocks > 0 ? kForwardBlockThreads : kMaxTh
     constexpr bool kBias = decltype(bias_is)::value == ParamIs::kPresent;
 #pragma unroll
     for (int it = 0; it < ITERS; ++it) {
+      if (!inside(it)) continue;
       float v[VEC], w[VEC], b[VEC], o[VEC];
       row_vector(it, v);
       if constexpr (kWeight) {

@@ -215,6 +215,44 @@ TEST_P(DeterminismTest, FullRowsAreBitwiseIdenticalInSmallAndLargeLaunches) {
   }
 }
 
+// Rows with bounds tests (vectors past the row's end, or a partial statistic)
+// in launches of 1200 rows, which the CUDA backend runs through LeanRowKernel's
+// bounds-tested instances where they are 16-bit rows of a width that has one
+// (LeanUnspreadInstance: here 1000, 3000, 6000 and 12000, over 32, 96, 192 and
+// 384 threads), must give the bits of the same rows alone (ForwardKernel's
+// latency-bound instances). LayerNorm and RMSNorm, whole and partial
+// statistics, with and without weight and bias. Not on the CPU backend, whose
+// rows take one path at any launch size: the case would only cost CI time
+// (about 5 s per hidden size and dtype).
+class BoundsTestedRowsTest : public DeterminismTest {};
+
+TEST_P(BoundsTestedRowsTest, RowsAreBitwiseIdenticalInSmallAndLargeLaunches) {
+  if (!OnCuda()) GTEST_SKIP() << "one path per row on this backend";
+  const int64_t rows = 1200;
+  for (bool center : {true, false}) {
+    for (double partial : {1.0, 0.7}) {
+      for (bool params : {true, false}) {
+        SCOPED_TRACE(::testing::Message() << "center " << center << " partial " << partial
+                                          << " weight and bias " << params);
+        NormCase c;
+        c.dtype = dtype();
+        c.hidden = hidden();
+        c.segment_rows = {rows};
+        c.config.center = center;
+        c.config.partial = partial;
+        c.weight = c.bias = params;
+        c.stats_out = true;
+        ExpectRowsAloneMatch(c, 0, {0, rows / 2, rows - 1}, 41);
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, BoundsTestedRowsTest,
+                         ::testing::Combine(::testing::ValuesIn(BackendNames()), AllDTypes(),
+                                            ::testing::Values(1000, 3000, 6000, 12000)),
+                         SuiteParamName);
+
 TEST_P(DeterminismTest, BackwardRowsAndGradWeightAreBitwiseIdenticalAloneOrBatched) {
   const int64_t d = hidden();
   const int64_t rows = 70;  // three gradient chunks, the last one partial

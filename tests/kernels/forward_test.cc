@@ -41,6 +41,21 @@ TEST_P(ForwardTest, LayerNormMatchesReference) {
   ExpectForwardMatchesReference(backend(), c, 2);
 }
 
+// Rows whose mean is 32 times their spread: statistics that square values
+// before removing the mean (sum of squares minus n mean^2) lose about 32^2
+// times the fp32 rounding, 4-10 times the fp32 tolerance (a float32 model of
+// that reduction, hidden 7-65536), where removing the mean first stays 3-7
+// times under it.
+TEST_P(ForwardTest, LayerNormOfRowsFarFromZeroMatchesReference) {
+  NormCase c = Base();
+  c.config.center = true;
+  c.weight = true;
+  c.stats_out = true;
+  c.x_mean = 16.0;
+  c.x_stddev = 0.5;
+  ExpectForwardMatchesReference(backend(), c, 12);
+}
+
 TEST_P(ForwardTest, UnweightedNormsMatchReference) {
   for (bool center : {false, true}) {
     NormCase c = Base();
@@ -148,7 +163,8 @@ class ManyRowsTest : public BackendTest<DType, int64_t> {
 // compares them with the unspread groups of 16), at 6144 over 6 warps (not a
 // power of two). fp32 rows of 12000 and 16384: 8 vectors per thread over 384
 // and 512 threads, the plain ones staged through shared memory
-// (RowStorage::kStaged), partial and full.
+// (RowStorage::kStaged), partial and full. 16-bit LayerNorm rows of 12000
+// (384 threads, bounds-tested) take LeanRowKernel's kFull = false instance.
 class ManyRowsForwardTest : public ManyRowsTest {};
 
 TEST_P(ManyRowsForwardTest, EveryRowMatchesReference) {

@@ -53,6 +53,7 @@ std::string NormCase::Describe() const {
   if (grad_residual_out) absl::StrAppend(&s, " dp_in(", kernels::DTypeName(residual_dtype), ")");
   if (grad_weight) absl::StrAppend(&s, " dw");
   if (grad_bias) absl::StrAppend(&s, " db");
+  if (x_mean != 0.5 || x_stddev != 2.0) absl::StrAppend(&s, " x~N(", x_mean, ",", x_stddev, "^2)");
   return s;
 }
 
@@ -98,7 +99,7 @@ ForwardData MakeForwardData(const NormCase& c, std::mt19937_64& rng) {
   for (int64_t rows : c.segment_rows) {
     const int64_t n = rows * c.hidden;
     ForwardSegmentData s;
-    s.x = HostTensor::Random(c.dtype, n, rng, 0.5, 2.0);
+    s.x = HostTensor::Random(c.dtype, n, rng, c.x_mean, c.x_stddev);
     if (c.residual) s.y = HostTensor::Random(c.dtype, n, rng);
     s.out = HostTensor::Poisoned(c.dtype, n);
     s.residual_out = HostTensor::Poisoned(c.residual_dtype, n);
@@ -153,7 +154,7 @@ BackwardData MakeBackwardData(const NormCase& c, std::mt19937_64& rng) {
   for (int64_t rows : c.segment_rows) {
     const int64_t n = rows * c.hidden;
     BackwardSegmentData s;
-    s.x = HostTensor::Random(c.dtype, n, rng, 0.5, 2.0);
+    s.x = HostTensor::Random(c.dtype, n, rng, c.x_mean, c.x_stddev);
     if (c.residual) s.y = HostTensor::Random(c.dtype, n, rng);
     s.grad_out = HostTensor::Random(c.dtype, n, rng);
     if (c.grad_residual_out) s.grad_residual_out = HostTensor::Random(c.residual_dtype, n, rng);

@@ -40,6 +40,10 @@ struct NormCase {
   bool grad_residual_out = false;  // backward: incoming gradient of p
   bool grad_weight = false;        // backward
   bool grad_bias = false;          // backward
+  // x ~ N(x_mean, x_stddev^2). A mean far from 0 against the spread tests
+  // LayerNorm's statistics for cancellation.
+  double x_mean = 0.5;
+  double x_stddev = 2.0;
 
   // e.g. "bf16 d=4096 rows={3,2} LN eps=1e-05 p=1 c=- w b y p_out(fp32) stats".
   std::string Describe() const;
@@ -62,8 +66,9 @@ struct ForwardData {
   kernels::ForwardBatch Batch(const NormCase& c);
 };
 
-// x ~ N(0.5, 2^2) (an offset, so LayerNorm's centering matters), y ~ N(0, 1),
-// weight ~ N(1, 0.5^2), bias ~ N(0, 1), all rounded to the case's dtype.
+// x ~ N(c.x_mean, c.x_stddev^2) (by default N(0.5, 2^2): an offset, so
+// LayerNorm's centering matters), y ~ N(0, 1), weight ~ N(1, 0.5^2), bias ~
+// N(0, 1), all rounded to the case's dtype.
 ForwardData MakeForwardData(const NormCase& c, std::mt19937_64& rng);
 
 reference::ForwardOutputs ReferenceForward(const NormCase& c, const ForwardData& data,
