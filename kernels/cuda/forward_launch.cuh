@@ -78,12 +78,20 @@ inline bool FewerWaves(const void* kernel, const void* other, int threads, int64
 // (`generic`) runs it.
 // 16-bit rows of 32-512 threads (hidden 1024-16384), every such launch.
 // Each row width takes its own instance (kTpr): powers of two, and widths
-// common models use, 16-bit rows of 3072, 6144 and 12288 (3, 6 and 12 warps)
+// common models use, 16-bit rows of 3072, 6144 and 12288 (3, 6 and 12 warps;
+// 5, 7, 10 and 14 below)
 // and fp32 rows of 6144 and 7168 (12 and 14; see below for fp32). Against
 // ForwardKernel (bench/results/gpu-2026-11-27-round38.md, H200 call 8, H100
 // call 9): bf16 LayerNorm 16384 x 6144 H200 107.5 -> 101.5 us, H100 139.2 ->
 // 139.0; 8192 x 12288 117.4 -> 110.2 / 141.7 -> 138.7; 1024 x 6144 14.1 ->
 // 13.0 / 15.7 -> 14.8; RMSNorm 2048 x 3072 13.0 -> 12.2 / 14.8 -> 14.1.
+// And 16-bit rows of 5120, 7168, 10240 and 14336 (5, 7, 10 and 14 warps):
+// round39.md, H200 (call 10) bf16 LayerNorm 16384 x 5120 90.8 -> 85.5 us,
+// 16384 x 7168 126.7 -> 117.1, 8192 x 14336 130.3 -> 121.8, RMSNorm 8192 x
+// 14336 122.7 -> 117.2, fp16 125.9 -> 117.2; H100 (call 11) bf16 LayerNorm
+// 1024 x 14336 27.2 -> 26.2, 2048 x 5120 20.6 -> 20.4, the largest launches
+// within 0.5 % (fp16 RMSNorm 16384 x 5120 116.05 -> 116.35, where rows that
+// kept their kernel moved as much: bf16 RMSNorm 4096 x 3584 25.75 -> 25.8).
 // Measured on the H100 (bench/results/gpu-2026-11-26-round31.md, call 1,
 // with statistics), bf16 RMSNorm 4096 x 4096 28.1 -> 27.6 us, 2048 x 4096
 // 17.1 -> 16.55, 600 x 4096 8.75 -> 8.4, 4096 x 2048 17.15 -> 16.45, 2048 x
@@ -171,6 +179,10 @@ auto* LeanUnspreadInstance(const ForwardArgs& a, int tpr, int threads, int64_t b
     fixed(std::integral_constant<int, 96>{});
     fixed(std::integral_constant<int, 192>{});
     fixed(std::integral_constant<int, 384>{});
+    fixed(std::integral_constant<int, 160>{});
+    fixed(std::integral_constant<int, 224>{});
+    fixed(std::integral_constant<int, 320>{});
+    fixed(std::integral_constant<int, 448>{});
   } else {
     fixed(std::integral_constant<int, 384>{});
     fixed(std::integral_constant<int, 448>{});
@@ -350,7 +362,7 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
     }
   }
   // Plain 16-bit LayerNorm rows of 4 vectors per thread with bounds tests
-  // (hidden 1000, 2000, 3000, 6000, 12000 ...: vectors past the row's end, or
+  // (hidden 768, 1536, 2560, 3584, 1000, 3000 ...: vectors past the row's end, or
   // a partial statistic) over a row width that has an instance, in every
   // launch that is not latency-bound: LeanRowKernel's bounds-tested instances
   // (the same arithmetic as ForwardKernel's, so the same bits). ForwardKernel
@@ -361,7 +373,9 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
   // 112.9 -> 99.9, 8192 x 12000 128.2 -> 112.2, 32768 x 2000 74.3 -> 69.3,
   // 65536 x 1000 71.5 -> 69.2; fp16 16384 x 6000 112.5 -> 98.8; H100: 8192 x
   // 12000 145.0 -> 136.3, 16384 x 4000 93.5 -> 92.7, others within 0.4 %
-  // (16384 x 6000 136.0 -> 136.4). RMSNorm rows lost up to 0.9 % so on the
+  // (16384 x 6000 136.0 -> 136.4); call 10 (H200) 65536 x 1536 123.0 -> 100.4,
+  // 32768 x 2560 101.1 -> 85.1, 65536 x 768 60.8 -> 54.1; call 11 (H100)
+  // 65536 x 1536 139.5 -> 138.25. RMSNorm rows lost up to 0.9 % so on the
   // H200 (bf16 16384 x 6000 99.2 -> 99.9 us) and keep ForwardKernel.
   if constexpr (kPackable && kIters == 4 && kCenter) {
     if (layout.spread == 0 && !preload && !full && packed) {

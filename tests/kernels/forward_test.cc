@@ -155,14 +155,13 @@ class ManyRowsTest : public BackendTest<DType, int64_t> {
 // More rows than the GPU has SMs, so the CUDA forward's launches are not
 // latency-bound; with and without the residual branch (16-bit rows of 20000:
 // 8 vectors per thread, p held as fp32 registers). A short second segment
-// follows. 16-bit rows of 3072, 6144 and 12288 (3, 6 and 12 warps) and fp32
-// rows of 6144 and 7168 (12 and 14 warps) take LeanRowKernel instances of
-// their own width (LeanUnspreadInstance). 512 and 6144: full LayerNorm rows
-// whose statistics come from one reduction (CanonicalGroupMoments), at 512
-// over rows spread from 16 threads to 64 (SpreadLayout: DeterminismTest
-// compares them with the unspread groups of 16), at 6144 over 6 warps (not a
-// power of two). fp32 rows of 12000 and 16384: 8 vectors per thread over 384
-// and 512 threads, the plain ones staged through shared memory
+// follows. 16-bit rows of 3072, 5120, 6144, 7168, 12288 and 14336 (3, 5, 6,
+// 7, 12 and 14 warps) and fp32 rows of 6144 and 7168 (12 and 14 warps) take
+// LeanRowKernel instances of their own width (LeanUnspreadInstance). 512 and 6144: full LayerNorm
+// rows whose statistics come from one reduction (CanonicalGroupMoments), at 512 over rows spread
+// from 16 threads to 64 (SpreadLayout: DeterminismTest compares them with the unspread groups of
+// 16), at 6144 over 6 warps (not a power of two). fp32 rows of 12000 and 16384: 8 vectors per
+// thread over 384 and 512 threads, the plain ones staged through shared memory
 // (RowStorage::kStaged), partial and full. 16-bit LayerNorm rows of 12000
 // (384 threads, bounds-tested) take LeanRowKernel's kFull = false instance.
 class ManyRowsForwardTest : public ManyRowsTest {};
@@ -174,9 +173,10 @@ TEST_P(ManyRowsForwardTest, EveryRowMatchesReference) {
 INSTANTIATE_TEST_SUITE_P(
     Kernels, ManyRowsForwardTest,
     ::testing::Combine(::testing::ValuesIn(BackendNames()), AllDTypes(),
-                       ::testing::Values(int64_t{512}, int64_t{3072}, int64_t{6144}, int64_t{7168},
-                                         int64_t{10000}, int64_t{12000}, int64_t{12288},
-                                         int64_t{16384}, int64_t{20000})),
+                       ::testing::Values(int64_t{512}, int64_t{3072}, int64_t{5120}, int64_t{6144},
+                                         int64_t{7168}, int64_t{10000}, int64_t{12000},
+                                         int64_t{12288}, int64_t{14336}, int64_t{16384},
+                                         int64_t{20000})),
     SuiteParamName);
 
 // Short rows in launches of so many rows that the CUDA forward is not
