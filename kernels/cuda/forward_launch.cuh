@@ -148,6 +148,13 @@ inline constexpr int kLeanBlocksPerSm = 9;
 // LayerNorm 358.7 -> 360.75 (call 1); H200 RMSNorm 260.4 -> 262.45
 // (round29.md, call 24).
 inline constexpr int64_t kLeanFp32WideElements = int64_t{1} << 25;
+// The row widths (threads) whose bounds-tested LayerNorm rows (kFull = false)
+// were measured lean (LaunchForwardRegisters): 1-4, 6, 8 and 12 warps. Rows of
+// 5, 7, 10, 14 and 16 warps with bounds tests (hidden 5000, 7000, 10000, 14000,
+// 16000) were not, and keep ForwardKernel until they are.
+constexpr bool LeanBoundsTestedWidth(int tpr) {
+  return tpr <= 128 || tpr == 192 || tpr == 256 || tpr == 384;
+}
 template <typename T, int kVec, int kIters, bool kCenter, bool kFull = true, typename Generic>
 auto* LeanUnspreadInstance(const ForwardArgs& a, int tpr, int threads, int64_t blocks,
                            Generic* generic) {
@@ -158,11 +165,14 @@ auto* LeanUnspreadInstance(const ForwardArgs& a, int tpr, int threads, int64_t b
   const bool bounded = kBoundable && threads <= kForwardBlockThreads;
   auto fixed = [&](auto tpr_constant) {
     constexpr int kTpr = decltype(tpr_constant)::value;
-    if (tpr != kTpr) return;
-    kernel = &LeanRowKernel<T, kVec, kIters, kCenter, kTpr, 0, false, 0, kFull>;
-    if constexpr (kBoundable && (kTpr == 64 || kTpr == 128)) {
-      if (bounded)
-        kernel = &LeanRowKernel<T, kVec, kIters, kCenter, kTpr, 0, false, kLeanBlocksPerSm, kFull>;
+    if constexpr (kFull || LeanBoundsTestedWidth(kTpr)) {  // else no instance
+      if (tpr != kTpr) return;
+      kernel = &LeanRowKernel<T, kVec, kIters, kCenter, kTpr, 0, false, 0, kFull>;
+      if constexpr (kBoundable && (kTpr == 64 || kTpr == 128)) {
+        if (bounded)
+          kernel =
+              &LeanRowKernel<T, kVec, kIters, kCenter, kTpr, 0, false, kLeanBlocksPerSm, kFull>;
+      }
     }
   };
   if constexpr (std::is_same_v<T, __half> && !kCenter) {
@@ -376,7 +386,8 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
   // (16384 x 6000 136.0 -> 136.4); call 10 (H200) 65536 x 1536 123.0 -> 100.4,
   // 32768 x 2560 101.1 -> 85.1, 65536 x 768 60.8 -> 54.1; call 11 (H100)
   // 65536 x 1536 139.5 -> 138.25. RMSNorm rows lost up to 0.9 % so on the
-  // H200 (bf16 16384 x 6000 99.2 -> 99.9 us) and keep ForwardKernel.
+  // H200 (bf16 16384 x 6000 99.2 -> 99.9 us) and keep ForwardKernel. Only the
+  // row widths measured so (LeanBoundsTestedWidth).
   if constexpr (kPackable && kIters == 4 && kCenter) {
     if (layout.spread == 0 && !preload && !full && packed) {
       auto* generic = &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kPacked, false>;

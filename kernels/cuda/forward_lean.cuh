@@ -1,8 +1,8 @@
 // The forward kernel of rows that a launch runs with a fixed layout known at
 // compile time: rows of 16-byte vectors, full (or, kFull = false, with bounds
-// tests), plain (no y, no residual_out;
-// held as loaded) or fused (kFused: y, residual_out optional; p = x + y held
-// in fp32), kTpr threads per row placed by kSpread (CanonicalPosition).
+// tests), plain (no y, no residual_out; held as loaded) or fused (kFused: y,
+// residual_out optional; p = x + y held in fp32), kTpr threads per row placed
+// by kSpread (CanonicalPosition).
 // ForwardKernel runs the same rows with a runtime layout (row groups,
 // positions and reduction loops computed per thread) and every parameter
 // combination behind runtime tests. Five launches take it
