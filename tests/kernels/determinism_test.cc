@@ -217,10 +217,10 @@ TEST_P(DeterminismTest, FullRowsAreBitwiseIdenticalInSmallAndLargeLaunches) {
 
 // Rows with bounds tests (vectors past the row's end, or a partial statistic)
 // in launches of 1200 rows, which the CUDA backend runs through LeanRowKernel's
-// bounds-tested instances where they are 16-bit rows of a width that has one
-// (LeanUnspreadInstance: here 1000, 3000, 6000 and 12000, over 32, 96, 192 and
-// 384 threads), must give the bits of the same rows alone (ForwardKernel's
-// latency-bound instances). LayerNorm and RMSNorm, whole and partial
+// bounds-tested instances where they are 16-bit LayerNorm rows of a width that
+// has one (LeanBoundsTestedWidth: here 1000, 3000, 6000 and 12000, over 32, 96,
+// 192 and 384 threads), must give the bits of the same rows alone
+// (ForwardKernel's latency-bound instances). LayerNorm and RMSNorm, whole and partial
 // statistics, with and without weight and bias. Not on the CPU backend, whose
 // rows take one path at any launch size: the case would only cost CI time
 // (about 5 s per hidden size and dtype).
