@@ -4,6 +4,7 @@
 #define NORMSERVE_KERNELS_CUDA_FORWARD_LAUNCH_CUH_
 
 #include <type_traits>
+#include <utility>
 
 #include "dispatch.cuh"
 #include "forward_kernels.cuh"
@@ -12,6 +13,13 @@
 #include "row_layout.h"
 
 namespace normserve::kernels::cuda {
+
+// Calls f(std::integral_constant<int, kTpr>{}) for each row width of the list:
+// the instance choosers below try one compile-time instance per width.
+template <int... kTprs, typename F>
+void ForEachRowWidth(std::integer_sequence<int, kTprs...>, F f) {
+  (f(std::integral_constant<int, kTprs>{}), ...);
+}
 
 // Whether a launch of `rows` rows in the layout is latency-bound (weight /
 // bias preloaded, LaunchForwardRegisters): at most one block per SM at the
@@ -53,10 +61,7 @@ auto* SpreadRowInstance(int tpr) {
     constexpr int kTpr = decltype(tpr_constant)::value;
     if (tpr == kTpr) kernel = &LeanRowKernel<T, kVec, kIters, kCenter, kTpr>;
   };
-  fixed(std::integral_constant<int, 64>{});
-  fixed(std::integral_constant<int, 128>{});
-  fixed(std::integral_constant<int, 256>{});
-  fixed(std::integral_constant<int, 512>{});
+  ForEachRowWidth(std::integer_sequence<int, 64, 128, 256, 512>{}, fixed);
   return kernel;
 }
 
@@ -179,23 +184,11 @@ auto* LeanUnspreadInstance(const ForwardArgs& a, int tpr, int threads, int64_t b
     if (tpr == 256 && !HighDramBandwidthPerSm()) return kernel;
   }
   if constexpr (sizeof(T) == 2) {
-    fixed(std::integral_constant<int, 32>{});
-    fixed(std::integral_constant<int, 64>{});
-    fixed(std::integral_constant<int, 128>{});
-  }
-  fixed(std::integral_constant<int, 256>{});
-  fixed(std::integral_constant<int, 512>{});
-  if constexpr (sizeof(T) == 2) {
-    fixed(std::integral_constant<int, 96>{});
-    fixed(std::integral_constant<int, 192>{});
-    fixed(std::integral_constant<int, 384>{});
-    fixed(std::integral_constant<int, 160>{});
-    fixed(std::integral_constant<int, 224>{});
-    fixed(std::integral_constant<int, 320>{});
-    fixed(std::integral_constant<int, 448>{});
+    ForEachRowWidth(
+        std::integer_sequence<int, 32, 64, 96, 128, 160, 192, 224, 256, 320, 384, 448, 512>{},
+        fixed);
   } else {
-    fixed(std::integral_constant<int, 384>{});
-    fixed(std::integral_constant<int, 448>{});
+    ForEachRowWidth(std::integer_sequence<int, 256, 384, 448, 512>{}, fixed);
   }
   if constexpr (sizeof(T) == 4) {
     const bool wide_rows_gain = HighDramBandwidthPerSm() && (kCenter || tpr < kMaxThreads);
@@ -278,10 +271,7 @@ auto* LeanFusedInstance(const ForwardArgs& a, int tpr, int threads, int64_t bloc
     constexpr int kTpr = decltype(tpr_constant)::value;
     if (tpr == kTpr) kernel = &LeanRowKernel<T, kVec, kIters, kCenter, kTpr, kSpreadOnce, true>;
   };
-  fixed(std::integral_constant<int, 64>{});
-  fixed(std::integral_constant<int, 128>{});
-  fixed(std::integral_constant<int, 256>{});
-  fixed(std::integral_constant<int, 512>{});
+  ForEachRowWidth(std::integer_sequence<int, 64, 128, 256, 512>{}, fixed);
   if (kernel == nullptr || a.rows * a.hidden > kLeanFusedElements ||
       !FewerWaves(reinterpret_cast<const void*>(kernel), reinterpret_cast<const void*>(generic),
                   threads, blocks)) {
