@@ -153,12 +153,12 @@ inline constexpr int kLeanBlocksPerSm = 9;
 // LayerNorm 358.7 -> 360.75 (call 1); H200 RMSNorm 260.4 -> 262.45
 // (round29.md, call 24).
 inline constexpr int64_t kLeanFp32WideElements = int64_t{1} << 25;
-// The row widths (threads) whose bounds-tested LayerNorm rows (kFull = false)
-// were measured lean (LaunchForwardRegisters): 1-4, 6, 8 and 12 warps. Rows of
-// 5, 7, 10, 14 and 16 warps with bounds tests (hidden 5000, 7000, 10000, 14000,
-// 16000) were not, and keep ForwardKernel until they are.
-constexpr bool LeanBoundsTestedWidth(int tpr) {
-  return tpr <= 128 || tpr == 192 || tpr == 256 || tpr == 384;
+// Whether a row leaves more than an eighth of its layout's vector slots
+// (iters x tpr vectors) past its end: hidden 768, 1536, 2560 and 3584 in
+// 16-bit rows of 4 vectors per thread, not 1000, 3000 or 6000.
+inline bool SparseRow(const RowLayout& layout, int64_t hidden) {
+  const int64_t vectors = (hidden + layout.vec - 1) / layout.vec;
+  return 8 * vectors <= 7 * int64_t{layout.iters} * layout.tpr;
 }
 template <typename T, int kVec, int kIters, bool kCenter, bool kFull = true, typename Generic>
 auto* LeanUnspreadInstance(const ForwardArgs& a, int tpr, int threads, int64_t blocks,
@@ -170,14 +170,11 @@ auto* LeanUnspreadInstance(const ForwardArgs& a, int tpr, int threads, int64_t b
   const bool bounded = kBoundable && threads <= kForwardBlockThreads;
   auto fixed = [&](auto tpr_constant) {
     constexpr int kTpr = decltype(tpr_constant)::value;
-    if constexpr (kFull || LeanBoundsTestedWidth(kTpr)) {  // else no instance
-      if (tpr != kTpr) return;
-      kernel = &LeanRowKernel<T, kVec, kIters, kCenter, kTpr, 0, false, 0, kFull>;
-      if constexpr (kBoundable && (kTpr == 64 || kTpr == 128)) {
-        if (bounded)
-          kernel =
-              &LeanRowKernel<T, kVec, kIters, kCenter, kTpr, 0, false, kLeanBlocksPerSm, kFull>;
-      }
+    if (tpr != kTpr) return;
+    kernel = &LeanRowKernel<T, kVec, kIters, kCenter, kTpr, 0, false, 0, kFull>;
+    if constexpr (kBoundable && (kTpr == 64 || kTpr == 128)) {
+      if (bounded)
+        kernel = &LeanRowKernel<T, kVec, kIters, kCenter, kTpr, 0, false, kLeanBlocksPerSm, kFull>;
     }
   };
   if constexpr (std::is_same_v<T, __half> && !kCenter) {
@@ -375,11 +372,20 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
   // 12000 145.0 -> 136.3, 16384 x 4000 93.5 -> 92.7, others within 0.4 %
   // (16384 x 6000 136.0 -> 136.4); call 10 (H200) 65536 x 1536 123.0 -> 100.4,
   // 32768 x 2560 101.1 -> 85.1, 65536 x 768 60.8 -> 54.1; call 11 (H100)
-  // 65536 x 1536 139.5 -> 138.25. RMSNorm rows lost up to 0.9 % so on the
-  // H200 (bf16 16384 x 6000 99.2 -> 99.9 us) and keep ForwardKernel. Only the
-  // row widths measured so (LeanBoundsTestedWidth).
-  if constexpr (kPackable && kIters == 4 && kCenter) {
-    if (layout.spread == 0 && !preload && !full && packed) {
+  // 65536 x 1536 139.5 -> 138.25. Rows of 5, 7, 10, 14 and 16 warps
+  // (round40.md, calls 2, 5 and 8), bf16 LayerNorm H200: 16384 x 5000 94.7 ->
+  // 84.2 us, 16384 x 7000 132.7 -> 116.1, 8192 x 14000 140.1 -> 121.8, 8192 x
+  // 16000 143.3 -> 132.8, fp16 8192 x 14000 150.1 -> 121.0; H100: 4096 x 5000
+  // 34.9 -> 33.3, 8192 x 14000 163.0 -> 157.6, fp16 169.6 -> 157.4, none
+  // slower. RMSNorm rows lost up to 0.9 % so on the H200 (round39.md: bf16
+  // 16384 x 6000 99.2 -> 99.9 us) and keep ForwardKernel, but for sparse rows
+  // (SparseRow), which gain: H200 bf16 RMSNorm 65536 x 1536 106.3 -> 99.7,
+  // 16384 x 1536 31.3 -> 29.0, 65536 x 768 55.1 -> 53.0, 32768 x 2560 85.8 ->
+  // 84.6, fp16 65536 x 1536 106.3 -> 99.7; H100 16384 x 1536 39.2 -> 38.5,
+  // 4096 x 3584 25.5 -> 25.1, the largest launches within 0.5 %.
+  if constexpr (kPackable && kIters == 4) {
+    if (layout.spread == 0 && !preload && !full && packed &&
+        (kCenter || SparseRow(layout, a.hidden))) {
       auto* generic = &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kPacked, false>;
       lean = LeanUnspreadInstance<T, kVec, kIters, kCenter, false>(a, layout.tpr, layout.threads(),
                                                                    blocks, generic);

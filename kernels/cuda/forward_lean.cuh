@@ -18,8 +18,9 @@
 //  - plain fp32 rows of 2 vectors per thread, unspread (LeanPairInstance:
 //    hidden 1024 and 2048);
 //  - fused 16-bit rows spread once (LeanFusedInstance);
-//  - plain 16-bit LayerNorm rows of 4 vectors per thread with bounds tests
-//    (kFull = false; LaunchForwardRegisters).
+//  - plain 16-bit LayerNorm rows, and sparse RMSNorm rows (SparseRow), of 4
+//    vectors per thread with bounds tests (kFull = false;
+//    LaunchForwardRegisters).
 // The same arithmetic as ForwardKernel's instances of the row's other
 // layouts (CanonicalRowStats, or RowStatsOf for rows with bounds tests;
 // NormOutput), so the same bits (DeterminismTest, BoundsTestedRowsTest).

@@ -217,9 +217,10 @@ TEST_P(DeterminismTest, FullRowsAreBitwiseIdenticalInSmallAndLargeLaunches) {
 
 // Rows with bounds tests (vectors past the row's end, or a partial statistic)
 // in launches of 1200 rows, which the CUDA backend runs through LeanRowKernel's
-// bounds-tested instances where they are 16-bit LayerNorm rows of a width that
-// has one (LeanBoundsTestedWidth: here 1000, 3000, 6000 and 12000, over 32, 96,
-// 192 and 384 threads), must give the bits of the same rows alone
+// bounds-tested instances where they are 16-bit LayerNorm rows (here 768, 1000,
+// 1536, 3000, 5000, 6000 and 12000, over 32, 32, 64, 96, 160, 192 and 384
+// threads) or sparse RMSNorm rows (SparseRow: 768, 1536), must give the bits
+// of the same rows alone
 // (ForwardKernel's latency-bound instances). LayerNorm and RMSNorm, whole and partial
 // statistics, with and without weight and bias. Not on the CPU backend, whose
 // rows take one path at any launch size: the case would only cost CI time
@@ -250,7 +251,8 @@ TEST_P(BoundsTestedRowsTest, RowsAreBitwiseIdenticalInSmallAndLargeLaunches) {
 
 INSTANTIATE_TEST_SUITE_P(Kernels, BoundsTestedRowsTest,
                          ::testing::Combine(::testing::ValuesIn(BackendNames()), AllDTypes(),
-                                            ::testing::Values(1000, 3000, 6000, 12000)),
+                                            ::testing::Values(768, 1000, 1536, 3000, 5000, 6000,
+                                                              12000)),
                          SuiteParamName);
 
 TEST_P(DeterminismTest, BackwardRowsAndGradWeightAreBitwiseIdenticalAloneOrBatched) {
