@@ -153,13 +153,6 @@ inline constexpr int kLeanBlocksPerSm = 9;
 // LayerNorm 358.7 -> 360.75 (call 1); H200 RMSNorm 260.4 -> 262.45
 // (round29.md, call 24).
 inline constexpr int64_t kLeanFp32WideElements = int64_t{1} << 25;
-// Whether a row leaves more than an eighth of its layout's vector slots
-// (iters x tpr vectors) past its end: hidden 768, 1536, 2560 and 3584 in
-// 16-bit rows of 4 vectors per thread, not 1000, 3000 or 6000.
-inline bool SparseRow(const RowLayout& layout, int64_t hidden) {
-  const int64_t vectors = (hidden + layout.vec - 1) / layout.vec;
-  return 8 * vectors <= 7 * int64_t{layout.iters} * layout.tpr;
-}
 template <typename T, int kVec, int kIters, bool kCenter, bool kFull = true, typename Generic>
 auto* LeanUnspreadInstance(const ForwardArgs& a, int tpr, int threads, int64_t blocks,
                            Generic* generic) {

@@ -281,6 +281,15 @@ inline bool FullRow(const RowLayout& layout, int64_t hidden, int64_t stat_len) {
          stat_len == hidden;
 }
 
+// Whether a row leaves more than an eighth of its layout's vector slots
+// (iters x tpr vectors) past its end: hidden 768, 1536, 2560 and 3584 in
+// 16-bit forward rows of 4 vectors per thread, not 1000, 3000 or 6000. Such
+// RMSNorm rows run lean (forward_launch.cuh), the others do not.
+inline bool SparseRow(const RowLayout& layout, int64_t hidden) {
+  const int64_t vectors = (hidden + layout.vec - 1) / layout.vec;
+  return 8 * vectors <= 7 * int64_t{layout.iters} * layout.tpr;
+}
+
 // Most values per thread of a row the forward kernels reduce canonically
 // (ForwardCanonical, row_ops.cuh), which SpreadLayout may spread.
 inline constexpr int kMaxCanonicalElemsPerThread = 32;

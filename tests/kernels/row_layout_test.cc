@@ -33,6 +33,7 @@ using kernels::cuda::kWidestClusterCtas;
 using kernels::cuda::MaxElemsPerThread;
 using kernels::cuda::Pass;
 using kernels::cuda::RowLayout;
+using kernels::cuda::SparseRow;
 using kernels::cuda::SpreadLayout;
 using kernels::cuda::TwoVectorBackwardRow;
 
@@ -75,8 +76,11 @@ TEST(RowLayoutTest, EveryLayoutCoversTheRowWithAnInstantiatedKernel) {
               // (ChooseGeneralStageOne).
               const bool two = TwoVectorBackwardRow(l.vec, (hidden + l.vec - 1) / l.vec);
               ASSERT_EQ(two, hidden <= 2 * 4 * kTwoVectorF32Threads);
-              if (two) ASSERT_LE(l.iters, 2);
-              if (!two) ASSERT_EQ(l.iters, 4);
+              if (two) {
+                ASSERT_LE(l.iters, 2);
+              } else {
+                ASSERT_EQ(l.iters, 4);
+              }
             }
           }
           ASSERT_GE(int64_t{l.tpr} * l.iters * l.vec, hidden);
@@ -90,7 +94,9 @@ TEST(RowLayoutTest, EveryLayoutCoversTheRowWithAnInstantiatedKernel) {
             ASSERT_TRUE(l.ctas_per_row == kClusterCtas || l.ctas_per_row == kWideClusterCtas ||
                         (l.ctas_per_row == kWidestClusterCtas && elem == 4));
             ASSERT_EQ(l.vec, 16 / elem);
-            if (!held) ASSERT_EQ(l.iters, 4);
+            if (!held) {
+              ASSERT_EQ(l.iters, 4);
+            }
             ASSERT_EQ(l.rows_per_cta, 1);
             ASSERT_EQ(l.tpr % (32 * l.ctas_per_row), 0);
             if (l.ctas_per_row > kClusterCtas) {
@@ -222,6 +228,27 @@ TEST(RowLayoutTest, FullRowsHaveNoVectorPastTheRowOrTheStatistic) {
   EXPECT_TRUE(FullRow(ChooseRowLayout(Pass::kForward, DType::kF32, 16384, true), 16384, 16384));
   EXPECT_FALSE(FullRow(ChooseRowLayout(Pass::kForward, DType::kBF16, 5000, true), 5000, 5000));
   EXPECT_FALSE(FullRow(ChooseRowLayout(Pass::kBackward, DType::kBF16, 5000, true), 5000, 5000));
+}
+
+// SparseRow: the 16-bit forward rows whose RMSNorm runs lean with bounds tests
+// were measured at these widths (bench/results/gpu-2026-11-27-round40.md);
+// a row that fills its layout is never sparse.
+TEST(RowLayoutTest, SparseRowsLeaveAnEighthOfTheirVectorsPastTheEnd) {
+  for (DType dtype : {DType::kF16, DType::kBF16}) {
+    auto sparse = [&](int64_t hidden) {
+      return SparseRow(ChooseRowLayout(Pass::kForward, dtype, hidden, true), hidden);
+    };
+    for (int64_t hidden : {768, 1536, 2560, 3584}) EXPECT_TRUE(sparse(hidden)) << hidden;
+    for (int64_t hidden : {1000, 2000, 3000, 4000, 5000, 6000, 12000, 15000}) {
+      EXPECT_FALSE(sparse(hidden)) << hidden;
+    }
+    for (int64_t hidden = 1; hidden <= 16384; ++hidden) {
+      const RowLayout l = ChooseRowLayout(Pass::kForward, dtype, hidden, true);
+      if (FullRow(l, hidden, hidden)) {
+        ASSERT_FALSE(SparseRow(l, hidden)) << hidden;
+      }
+    }
+  }
 }
 
 // SpreadLayout changes only forward layouts that the kernels reduce
