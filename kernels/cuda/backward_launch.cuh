@@ -126,21 +126,24 @@ StageOne ChooseGeneralStageOne(const RowLayout& layout, int64_t hidden, bool pla
            StagedBlocksPerSm(staged_bytes(ctas, tensors), kCtas) >= plan_blocks;
   };
   if (layout.ctas_per_row > 1) {
-    // ChooseRowLayout splits only rows of full vectors, four per thread, into
-    // clusters of kClusterCtas, kWideClusterCtas or kWidestClusterCtas blocks
-    // holding one row each.
-    if constexpr (VEC == 16 / sizeof(T) && ITERS == 4) {
+    // ChooseRowLayout splits only rows of four values or vectors per thread
+    // into clusters of kClusterCtas, kWideClusterCtas or kWidestClusterCtas
+    // blocks holding one row each; rows of vec 1 (kScalarClusterElements) run
+    // the generic instance.
+    if constexpr ((VEC == 16 / sizeof(T) || VEC == 1) && ITERS == 4) {
       if (layout.rows_per_cta != 1) return s;
       auto cluster = [&](auto ctas) {
         constexpr int kCtas = decltype(ctas)::value;
-        if (plain) return staged(ctas, std::false_type{}, kWithWeightRow);
-        // Fused rows staged where they fit (fused_stages_fit); otherwise the
-        // generic instance, dw / db accumulators [2][block's columns] fp32.
-        // Measured on the H100 (gpu-2026-11-25-round15.md), add + RMSNorm
-        // backward of a saved p: bf16 4096 x 20000 512 -> 314 us, 1024 x
-        // 65536 361 -> 211; fp32 8192 x 16384 857 -> 724, 1024 x 65536 492 ->
-        // 379.
-        if (fused_stages_fit(ctas)) return staged(ctas, std::true_type{}, kWithWeightRow);
+        if constexpr (VEC > 1) {
+          if (plain) return staged(ctas, std::false_type{}, kWithWeightRow);
+          // Fused rows staged where they fit (fused_stages_fit); otherwise the
+          // generic instance, dw / db accumulators [2][block's columns] fp32.
+          // Measured on the H100 (gpu-2026-11-25-round15.md), add + RMSNorm
+          // backward of a saved p: bf16 4096 x 20000 512 -> 314 us, 1024 x
+          // 65536 361 -> 211; fp32 8192 x 16384 857 -> 724, 1024 x 65536 492 ->
+          // 379.
+          if (fused_stages_fit(ctas)) return staged(ctas, std::true_type{}, kWithWeightRow);
+        }
         s.cluster_ctas = kCtas;
         s.kernel = &BackwardKernel<T, VEC, ITERS, kCenter, kCtas>;
         s.shared_bytes =
@@ -150,7 +153,7 @@ StageOne ChooseGeneralStageOne(const RowLayout& layout, int64_t hidden, bool pla
       };
       if (layout.ctas_per_row == kClusterCtas) return cluster(IntConst<kClusterCtas>{});
       if (layout.ctas_per_row == kWideClusterCtas) return cluster(IntConst<kWideClusterCtas>{});
-      if constexpr (sizeof(T) == 4) {  // 16-bit rows fit kWideClusterCtas
+      if constexpr (sizeof(T) == 4 || VEC == 1) {  // 16-bit vectors fit kWideClusterCtas
         if (layout.ctas_per_row == kWidestClusterCtas) {
           return cluster(IntConst<kWidestClusterCtas>{});
         }

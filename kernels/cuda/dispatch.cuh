@@ -1,7 +1,8 @@
 // The one table from a RowLayout (see row_layout.h) to kernel template
 // instances, for forward and backward alike:
 //   vec   in {16 / sizeof(T), 1}
-//   iters in {1, 2, 4, 8} with vec * iters <= MaxElemsPerThread(pass, sizeof(T)),
+//   iters in {1, 2, 4, 8} with vec * iters <= MaxElemsPerThread(pass, sizeof(T))
+//         (and 16 / 32 for 16-bit forward rows of vec 1: HeldScalarForwardRow),
 //         or 0 for the streaming kernel, or 5 / 6 / 8 for the held fp32
 //         backward rows (HeldIters).
 // `launch` is called as launch(std::integral_constant<int, VEC>{},
@@ -24,6 +25,7 @@ template <Pass kPass, typename T, int VEC, int ITERS, typename Launch>
 cudaError_t LaunchInstance(Launch& launch) {
   if constexpr (ITERS == 0 || HeldIters(kPass, static_cast<int>(sizeof(T)), VEC, ITERS) ||
                 ((ITERS & (ITERS - 1)) == 0 &&
+                 (ITERS <= 8 || (kPass == Pass::kForward && VEC == 1 && sizeof(T) == 2)) &&
                  VEC * ITERS <= MaxElemsPerThread(kPass, static_cast<int>(sizeof(T))))) {
     return launch(IntConst<VEC>{}, IntConst<ITERS>{});
   } else {
@@ -50,6 +52,10 @@ cudaError_t DispatchIters(int iters, Launch& launch) {
       return LaunchInstance<kPass, T, VEC, 7>(launch);
     case 8:
       return LaunchInstance<kPass, T, VEC, 8>(launch);
+    case 16:
+      return LaunchInstance<kPass, T, VEC, 16>(launch);
+    case 32:
+      return LaunchInstance<kPass, T, VEC, 32>(launch);
     default:
       return cudaErrorInvalidConfiguration;
   }

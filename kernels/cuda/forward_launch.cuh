@@ -97,6 +97,12 @@ inline bool FewerWaves(const void* kernel, const void* other, int threads, int64
 // 1024 x 14336 27.2 -> 26.2, 2048 x 5120 20.6 -> 20.4, the largest launches
 // within 0.5 % (fp16 RMSNorm 16384 x 5120 116.05 -> 116.35, where rows that
 // kept their kernel moved as much: bf16 RMSNorm 4096 x 3584 25.75 -> 25.8).
+// And 16-bit rows of 480 threads (15 warps: hidden 15360, and LayerNorm rows
+// of 14337-15359 with bounds tests): round41.md, H200 (call 1) bf16
+// LayerNorm 8192 x 15000 146.7 -> 127.7 us, 8192 x 15360 136.9 -> 127.0,
+// RMSNorm 127.8 -> 124.1, fp16 LayerNorm 8192 x 15000 158.4 -> 127.9; H100
+// (call 2) bf16 LayerNorm 1024 x 15000 30.7 -> 28.0, 8192 x 15000 173.0 ->
+// 169.7, fp16 178.8 -> 169.5, the others within 0.5 %.
 // Measured on the H100 (bench/results/gpu-2026-11-26-round31.md, call 1,
 // with statistics), bf16 RMSNorm 4096 x 4096 28.1 -> 27.6 us, 2048 x 4096
 // 17.1 -> 16.55, 600 x 4096 8.75 -> 8.4, 4096 x 2048 17.15 -> 16.45, 2048 x
@@ -175,7 +181,7 @@ auto* LeanUnspreadInstance(const ForwardArgs& a, int tpr, int threads, int64_t b
   }
   if constexpr (sizeof(T) == 2) {
     ForEachRowWidth(
-        std::integer_sequence<int, 32, 64, 96, 128, 160, 192, 224, 256, 320, 384, 448, 512>{},
+        std::integer_sequence<int, 32, 64, 96, 128, 160, 192, 224, 256, 320, 384, 448, 480, 512>{},
         fixed);
   } else {
     ForEachRowWidth(std::integer_sequence<int, 256, 384, 448, 512>{}, fixed);

@@ -179,6 +179,28 @@ inline int FewerForwardVectors(int64_t hidden, int64_t vectors) {
   return ThreadsFor(vectors, fewer) * fewer == vectors ? fewer : 0;
 }
 
+// Rows of no whole 16-byte vector (vec 1: hidden not a multiple of 16 bytes'
+// worth of elements, or unaligned buffers) longer than 8 values per thread of
+// a block: 16-bit forward rows are held at 16 or 32 values per thread where
+// they fill more than three quarters of them, rather than streamed (read
+// twice); backward rows longer than kScalarClusterElements are split over a
+// cluster of eight blocks (four values per thread), as rows of vectors are. Measured on the
+// H200 against streaming (bench/results/gpu-2026-11-27-round41.md, call 4),
+// forward bf16 RMSNorm 8192 x 8191 204.1 -> 153.6 us, 4096 x 14500 181.6 ->
+// 164.5, 2048 x 16383 112.2 -> 92.3, LayerNorm 235.1 -> 179.6, 215.5 ->
+// 198.8, 129.9 -> 111.8; but 4096 x 10001 (61 % of the values) 129.7 ->
+// 140.6 and fp32 rows (8192 x 8191 LayerNorm 199.6 -> 274.1) slower.
+// Backward, bf16 LayerNorm 4096 x 14500 1084.8 -> 589.7 us, 2048 x 16383
+// 633.7 -> 313.9, RMSNorm 550.0 -> 527.9, 359.8 -> 275.7, add + RMSNorm
+// 798.0 -> 697.0; fp32 LayerNorm 4096 x 14501 1068.9 -> 584.0; but shorter
+// rows, which stream from L2 faster, slower: bf16 RMSNorm 8192 x 8191 485.0
+// -> 1008.4, 4096 x 10001 314.1 -> 470.9 (fp32 8191 faster: 626.6 -> 513.9).
+inline constexpr int64_t kScalarClusterElements = 12288;
+inline bool HeldScalarForwardRow(Pass pass, DType dtype, int vec, int64_t vectors, int iters) {
+  return pass == Pass::kForward && vec == 1 && DTypeSize(dtype) == 2 && iters <= 32 &&
+         4 * vectors > 3 * int64_t{iters} * kMaxThreads;
+}
+
 inline RowLayout ChooseRowLayout(Pass pass, DType dtype, int64_t hidden, bool aligned) {
   RowLayout layout;
   const int full_vec = static_cast<int>(16 / DTypeSize(dtype));
@@ -231,7 +253,8 @@ inline RowLayout ChooseRowLayout(Pass pass, DType dtype, int64_t hidden, bool al
   int64_t tpr = ThreadsFor(vectors, preferred);
   const int max_elems = MaxElemsPerThread(pass, static_cast<int>(DTypeSize(dtype)));
   const int iters = ItersFor(vectors, tpr < kMaxThreads ? tpr : kMaxThreads);
-  const bool fits = iters <= 8 && layout.vec * iters <= max_elems;
+  const bool fits = (iters <= 8 || HeldScalarForwardRow(pass, dtype, layout.vec, vectors, iters)) &&
+                    layout.vec * iters <= max_elems;
   // Backward rows one block cannot hold in registers (16-bit rows of
   // 16385-32768; fp32 rows up to 16384 are held, and took it before they were)
   // are split over a cluster of two blocks, 4 vectors per thread, rather than
@@ -244,7 +267,7 @@ inline RowLayout ChooseRowLayout(Pass pass, DType dtype, int64_t hidden, bool al
   // 410 us, LayerNorm 1382 -> 375 us; bf16 1024 x 65536 1166 -> 172 us,
   // 2198 -> 183 us (bench/results/gpu-2026-11-24-round11.md); fp32 rows up
   // to 65536 over eight.
-  if (pass == Pass::kBackward && !fits && layout.vec > 1) {
+  if (pass == Pass::kBackward && !fits && (layout.vec > 1 || hidden > kScalarClusterElements)) {
     const int64_t per_row = (vectors + 3) / 4;
     for (const int ctas : {kClusterCtas, kWideClusterCtas, kWidestClusterCtas}) {
       const int64_t cluster_tpr = (per_row + 32 * ctas - 1) / (32 * ctas) * (32 * ctas);

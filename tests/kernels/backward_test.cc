@@ -164,16 +164,17 @@ TEST_P(ManyRowsBackwardTest, EveryRowAndTheReductionsMatchReference) {
 // 16-bit rows in blocks of 288 / 320 threads, two per SM (the paired
 // instances, with and without bounds tests). 15000 and 16384: 16-bit rows
 // whose fused stages with y leave no room for scale * w in shared memory.
-// 40000: rows split over four blocks (16-bit) or eight (fp32). 40001: the
-// streaming kernels.
+// 40000: rows split over four blocks (16-bit) or eight (fp32). 14501: rows of
+// no whole 16-byte vector (vec 1) split over a cluster of eight blocks
+// (kScalarClusterElements). 40001: the streaming kernels.
 INSTANTIATE_TEST_SUITE_P(
     Kernels, ManyRowsBackwardTest,
     ::testing::Combine(::testing::ValuesIn(BackendNames()), AllDTypes(),
                        ::testing::Values(int64_t{4096}, int64_t{4608}, int64_t{5000}, int64_t{5120},
                                          int64_t{6144}, int64_t{6500}, int64_t{7500}, int64_t{8192},
-                                         int64_t{10000}, int64_t{14336}, int64_t{15000},
-                                         int64_t{16384}, int64_t{20000}, int64_t{40000},
-                                         int64_t{40001})),
+                                         int64_t{10000}, int64_t{14336}, int64_t{14501},
+                                         int64_t{15000}, int64_t{16384}, int64_t{20000},
+                                         int64_t{40000}, int64_t{40001})),
     SuiteParamName);
 
 }  // namespace

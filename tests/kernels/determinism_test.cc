@@ -218,13 +218,12 @@ TEST_P(DeterminismTest, FullRowsAreBitwiseIdenticalInSmallAndLargeLaunches) {
 // Rows with bounds tests (vectors past the row's end, or a partial statistic)
 // in launches of 1200 rows, which the CUDA backend runs through LeanRowKernel's
 // bounds-tested instances where they are 16-bit LayerNorm rows (here 768, 1000,
-// 1536, 3000, 5000, 6000 and 12000, over 32, 32, 64, 96, 160, 192 and 384
-// threads) or sparse RMSNorm rows (SparseRow: 768, 1536), must give the bits
-// of the same rows alone
-// (ForwardKernel's latency-bound instances). LayerNorm and RMSNorm, whole and partial
-// statistics, with and without weight and bias. Not on the CPU backend, whose
-// rows take one path at any launch size: the case would only cost CI time
-// (about 5 s per hidden size and dtype).
+// 1536, 3000, 5000, 6000, 12000 and 15000, over 32, 32, 64, 96, 160, 192, 384
+// and 480 threads) or sparse RMSNorm rows (SparseRow: 768, 1536), must give the
+// bits of the same rows alone (ForwardKernel's latency-bound instances).
+// LayerNorm and RMSNorm, whole and partial statistics, with and without weight
+// and bias. Not on the CPU backend, whose rows take one path at any launch
+// size: the case would only cost CI time (about 5 s per hidden size and dtype).
 class BoundsTestedRowsTest : public DeterminismTest {};
 
 TEST_P(BoundsTestedRowsTest, RowsAreBitwiseIdenticalInSmallAndLargeLaunches) {
@@ -252,7 +251,7 @@ TEST_P(BoundsTestedRowsTest, RowsAreBitwiseIdenticalInSmallAndLargeLaunches) {
 INSTANTIATE_TEST_SUITE_P(Kernels, BoundsTestedRowsTest,
                          ::testing::Combine(::testing::ValuesIn(BackendNames()), AllDTypes(),
                                             ::testing::Values(768, 1000, 1536, 3000, 5000, 6000,
-                                                              12000)),
+                                                              12000, 15000)),
                          SuiteParamName);
 
 TEST_P(DeterminismTest, BackwardRowsAndGradWeightAreBitwiseIdenticalAloneOrBatched) {

@@ -21,11 +21,13 @@ using kernels::cuda::ChunkOfSegment;
 using kernels::cuda::ChunkRows;
 using kernels::cuda::FullRow;
 using kernels::cuda::HeldIters;
+using kernels::cuda::HeldScalarForwardRow;
 using kernels::cuda::InterleavedChunks;
 using kernels::cuda::kClusterCtas;
 using kernels::cuda::kHeldClusterVectors;
 using kernels::cuda::kHeldRowThreads;
 using kernels::cuda::kMaxThreads;
+using kernels::cuda::kScalarClusterElements;
 using kernels::cuda::kTargetThreads;
 using kernels::cuda::kTwoVectorF32Threads;
 using kernels::cuda::kWideClusterCtas;
@@ -67,7 +69,9 @@ TEST(RowLayoutTest, EveryLayoutCoversTheRowWithAnInstantiatedKernel) {
             ASSERT_EQ(l.rows_per_cta, 1);
             ASSERT_LT(int64_t{l.tpr} * (l.iters - 1) * l.vec, hidden);
           } else {
-            ASSERT_TRUE(l.iters == 1 || l.iters == 2 || l.iters == 4 || l.iters == 8);
+            const bool scalar_held = HeldScalarForwardRow(pass, dtype, l.vec, hidden, l.iters);
+            ASSERT_TRUE(l.iters == 1 || l.iters == 2 || l.iters == 4 || l.iters == 8 ||
+                        (scalar_held && (l.iters == 16 || l.iters == 32)));
             ASSERT_LE(l.vec * l.iters, MaxElemsPerThread(pass, elem));
             if (pass == Pass::kBackward && elem == 4 && l.vec == 4 && l.ctas_per_row == 1) {
               // fp32 rows of one block that are not held take 2 vectors per
@@ -86,14 +90,15 @@ TEST(RowLayoutTest, EveryLayoutCoversTheRowWithAnInstantiatedKernel) {
           ASSERT_GE(int64_t{l.tpr} * l.iters * l.vec, hidden);
           ASSERT_LE(l.threads(), kMaxThreads);
           if (l.ctas_per_row > 1) {
-            // The cluster launchers' instances: backward, full vectors, four
-            // per thread (held: five to eight), one row per cluster of whole
-            // warps per block, the wide cluster only for rows the narrow one
-            // cannot hold.
+            // The cluster launchers' instances: backward, full vectors (or
+            // values of rows longer than kScalarClusterElements), four per
+            // thread (held: five to eight), one row per cluster of whole warps
+            // per block, the wide cluster only for rows the narrow one cannot
+            // hold.
             ASSERT_EQ(pass, Pass::kBackward);
             ASSERT_TRUE(l.ctas_per_row == kClusterCtas || l.ctas_per_row == kWideClusterCtas ||
-                        (l.ctas_per_row == kWidestClusterCtas && elem == 4));
-            ASSERT_EQ(l.vec, 16 / elem);
+                        (l.ctas_per_row == kWidestClusterCtas && (elem == 4 || l.vec == 1)));
+            ASSERT_TRUE(l.vec == 16 / elem || hidden > kScalarClusterElements);
             if (!held) {
               ASSERT_EQ(l.iters, 4);
             }
@@ -247,6 +252,43 @@ TEST(RowLayoutTest, SparseRowsLeaveAnEighthOfTheirVectorsPastTheEnd) {
       if (FullRow(l, hidden, hidden)) {
         ASSERT_FALSE(SparseRow(l, hidden)) << hidden;
       }
+    }
+  }
+}
+
+// Rows of no whole vector (vec 1), as measured (HeldScalarForwardRow,
+// kScalarClusterElements): 16-bit forward rows that fill more than three
+// quarters of 16 or 32 values per thread are held, others and fp32 rows past 8
+// values per thread stream; backward rows longer than 12288 are split over a
+// cluster of eight blocks, shorter ones past one block stream.
+TEST(RowLayoutTest, ScalarRowsHeldOrSplitWhereMeasuredFaster) {
+  auto layout = [](Pass pass, DType dtype, int64_t hidden) {
+    const RowLayout l = ChooseRowLayout(pass, dtype, hidden, /*aligned=*/false);
+    EXPECT_EQ(l.vec, 1);
+    return l;
+  };
+  for (DType dtype : {DType::kF16, DType::kBF16}) {
+    for (int64_t hidden : {6145, 8191, 8192}) {
+      EXPECT_EQ(layout(Pass::kForward, dtype, hidden).iters, 16) << hidden;
+    }
+    for (int64_t hidden : {12289, 14500, 16383, 16384}) {
+      EXPECT_EQ(layout(Pass::kForward, dtype, hidden).iters, 32) << hidden;
+    }
+    for (int64_t hidden : {6144, 10001, 12288, 16385}) {
+      EXPECT_TRUE(layout(Pass::kForward, dtype, hidden).streaming()) << hidden;
+    }
+  }
+  for (int64_t hidden : {8191, 14500}) {
+    EXPECT_TRUE(layout(Pass::kForward, DType::kF32, hidden).streaming()) << hidden;
+  }
+  for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
+    for (int64_t hidden : {12289, 14500, 16384}) {
+      const RowLayout l = layout(Pass::kBackward, dtype, hidden);
+      EXPECT_EQ(l.ctas_per_row, kWidestClusterCtas) << hidden;
+      EXPECT_EQ(l.iters, 4) << hidden;
+    }
+    for (int64_t hidden : {8191, 10001, 12288, 16385}) {
+      EXPECT_TRUE(layout(Pass::kBackward, dtype, hidden).streaming()) << hidden;
     }
   }
 }
