@@ -336,13 +336,30 @@ __device__ __forceinline__ void BackwardRows(const BackwardArgs& a, const ChunkR
   }
 }
 
+// Blocks of kMaxThreads per SM that BackwardKernel's registers must allow (0:
+// no bound given, the compiler's choice): two for rows of single elements (vec
+// 1), at least 4 per thread, in one block, which take 97 registers unbounded
+// (one block of 512 threads per SM; ncu on the H200, bf16 RMSNorm 8192 x 4095:
+// 25 % occupancy, DRAM 20 % busy) and 64 bounded (68-76 bytes of spill at 8
+// per thread). Measured (bench/results/gpu-2026-11-27-round41.md, calls 7-9),
+// H200: bf16 add + RMSNorm 8192 x 4095 392.4 -> 283.7 us, RMSNorm 16384 x 2047
+// 247.9 -> 176.6, LayerNorm 16384 x 1001 142.5 -> 129.0; fp32 add + RMSNorm
+// 16384 x 3001 575.5 -> 428.8; H100 alike (add + RMSNorm 8192 x 4095 405.3 ->
+// 295.0, 16384 x 2047 450.1 -> 259.9); but RMSNorm bf16 16384 x 3001 (H200
+// 333.9 -> 344.3, H100 2 %) and fp32 16384 x 1001 (116.0 -> 121.6, H100 5 %)
+// slower. Rows split over a cluster, which the compiler holds to 64 registers
+// unbounded, lost with a bound: 32-63 % at one block (93-127 registers; H100
+// bf16 RMSNorm 4096 x 14500 528.6 -> 699.3), 1-2 % at two (H200).
+template <int VEC, int ITERS, int kCtas>
+inline constexpr int kBackwardMinBlocks = VEC == 1 && ITERS >= 4 && kCtas == 1 ? 2 : 0;
+
 // One block per chunk; each row group walks its row of each of the chunk's
 // tiles, accumulating its columns' dw / db in shared memory.
 // kCenter (LayerNorm) is chosen by the launcher. kCtas > 1: one row group per
 // cluster of kCtas blocks (launched as such), each block holding its share of
 // the row (see row_layout.h).
 template <typename T, int VEC, int ITERS, bool kCenter, int kCtas = 1>
-__global__ void __launch_bounds__(kMaxThreads)
+__global__ void __launch_bounds__(kMaxThreads, kBackwardMinBlocks<VEC, ITERS, kCtas>)
     BackwardKernel(const BackwardArgs a, const int tpr, const int rows_per_cta,
                    const int64_t chunk_rows) {
   AllowDependentLaunch();  // ReducePartialsKernel waits for this grid's end itself

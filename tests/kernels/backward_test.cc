@@ -166,15 +166,16 @@ TEST_P(ManyRowsBackwardTest, EveryRowAndTheReductionsMatchReference) {
 // whose fused stages with y leave no room for scale * w in shared memory.
 // 40000: rows split over four blocks (16-bit) or eight (fp32). 14501: rows of
 // no whole 16-byte vector (vec 1) split over a cluster of eight blocks
-// (kScalarClusterElements). 40001: the streaming kernels.
+// (kScalarClusterElements); 4095 in one block of 512 threads, 8 each, two
+// blocks per SM (kBackwardMinBlocks). 40001: the streaming kernels.
 INSTANTIATE_TEST_SUITE_P(
     Kernels, ManyRowsBackwardTest,
     ::testing::Combine(::testing::ValuesIn(BackendNames()), AllDTypes(),
-                       ::testing::Values(int64_t{4096}, int64_t{4608}, int64_t{5000}, int64_t{5120},
-                                         int64_t{6144}, int64_t{6500}, int64_t{7500}, int64_t{8192},
-                                         int64_t{10000}, int64_t{14336}, int64_t{14501},
-                                         int64_t{15000}, int64_t{16384}, int64_t{20000},
-                                         int64_t{40000}, int64_t{40001})),
+                       ::testing::Values(int64_t{4095}, int64_t{4096}, int64_t{4608}, int64_t{5000},
+                                         int64_t{5120}, int64_t{6144}, int64_t{6500}, int64_t{7500},
+                                         int64_t{8192}, int64_t{10000}, int64_t{14336},
+                                         int64_t{14501}, int64_t{15000}, int64_t{16384},
+                                         int64_t{20000}, int64_t{40000}, int64_t{40001})),
     SuiteParamName);
 
 }  // namespace
