@@ -184,17 +184,18 @@ inline int FewerForwardVectors(int64_t hidden, int64_t vectors) {
 // a block: 16-bit forward rows are held at 16 or 32 values per thread where
 // they fill more than three quarters of them, rather than streamed (read
 // twice); backward rows longer than kScalarClusterElements are split over a
-// cluster of eight blocks (four values per thread), as rows of vectors are. Measured on the
-// H200 against streaming (bench/results/gpu-2026-11-27-round41.md, call 4),
-// forward bf16 RMSNorm 8192 x 8191 204.1 -> 153.6 us, 4096 x 14500 181.6 ->
-// 164.5, 2048 x 16383 112.2 -> 92.3, LayerNorm 235.1 -> 179.6, 215.5 ->
-// 198.8, 129.9 -> 111.8; but 4096 x 10001 (61 % of the values) 129.7 ->
-// 140.6 and fp32 rows (8192 x 8191 LayerNorm 199.6 -> 274.1) slower.
-// Backward, bf16 LayerNorm 4096 x 14500 1084.8 -> 589.7 us, 2048 x 16383
-// 633.7 -> 313.9, RMSNorm 550.0 -> 527.9, 359.8 -> 275.7, add + RMSNorm
-// 798.0 -> 697.0; fp32 LayerNorm 4096 x 14501 1068.9 -> 584.0; but shorter
-// rows, which stream from L2 faster, slower: bf16 RMSNorm 8192 x 8191 485.0
-// -> 1008.4, 4096 x 10001 314.1 -> 470.9 (fp32 8191 faster: 626.6 -> 513.9).
+// cluster of eight blocks (four values per thread), as rows of vectors are.
+// Measured on the H200 against streaming (bench/results/gpu-2026-11-27-
+// round41.md, call 4; the H100 alike, call 5), forward bf16 RMSNorm 8192 x
+// 8191 204.1 -> 153.6 us, 4096 x 14500 181.6 -> 164.5, 2048 x 16383 112.2 ->
+// 92.3, LayerNorm 235.1 -> 179.6, 215.5 -> 198.8, 129.9 -> 111.8; but 4096 x
+// 10001 (61 % of the values) 129.7 -> 140.6 and fp32 rows (8192 x 8191
+// LayerNorm 199.6 -> 274.1) slower. Backward, bf16 LayerNorm 4096 x 14500
+// 1084.8 -> 589.7 us, 2048 x 16383 633.7 -> 313.9, RMSNorm 550.0 -> 527.9,
+// 359.8 -> 275.7, add + RMSNorm 798.0 -> 697.0; fp32 LayerNorm 4096 x 14501
+// 1068.9 -> 584.0; but shorter rows, which stream from L2 faster, slower: bf16
+// RMSNorm 8192 x 8191 485.0 -> 1008.4, 4096 x 10001 314.1 -> 470.9 (fp32 8191
+// faster: 626.6 -> 513.9).
 inline constexpr int64_t kScalarClusterElements = 12288;
 inline bool HeldScalarForwardRow(Pass pass, DType dtype, int vec, int64_t vectors, int iters) {
   return pass == Pass::kForward && vec == 1 && DTypeSize(dtype) == 2 && iters <= 32 &&
