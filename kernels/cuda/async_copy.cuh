@@ -1,9 +1,12 @@
-// sm_80+ asynchronous global -> shared copies (cp.async), 16 bytes at a time.
+// sm_80+ asynchronous global -> shared copies (cp.async), 16 bytes at a time;
+// and bulk prefetches into L2 (sm_90).
 // A thread's copies become visible to that thread after CpAsyncWait; a kernel
 // in which every thread reads back only the bytes it copied needs no block
 // barrier around them.
 #ifndef NORMSERVE_KERNELS_CUDA_ASYNC_COPY_CUH_
 #define NORMSERVE_KERNELS_CUDA_ASYNC_COPY_CUH_
+
+#include <cstdint>
 
 namespace normserve::kernels::cuda {
 
@@ -37,6 +40,21 @@ __device__ __forceinline__ void CpAsyncCommit() {
 template <int kPending>
 __device__ __forceinline__ void CpAsyncWait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+}
+
+// Asks L2 to fetch the 16-byte granules wholly inside [begin, begin + bytes)
+// of global memory: one bulk prefetch (sm_90), a hint that holds no registers
+// and that later loads find in L2. Does nothing before sm_90.
+__device__ __forceinline__ void PrefetchToL2(const void* begin, int64_t bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const uint64_t address = reinterpret_cast<uint64_t>(begin);
+  const uint64_t first = (address + 15) & ~uint64_t{15};
+  const uint64_t end = (address + bytes) & ~uint64_t{15};
+  if (end > first) {
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(first),
+                 "r"(static_cast<unsigned>(end - first)));
+  }
+#endif
 }
 
 }  // namespace normserve::kernels::cuda

@@ -14,6 +14,7 @@
 #ifndef NORMSERVE_KERNELS_CUDA_BACKWARD_KERNELS_CUH_
 #define NORMSERVE_KERNELS_CUDA_BACKWARD_KERNELS_CUH_
 
+#include "async_copy.cuh"
 #include "cluster_sum.cuh"
 #include "dependent_launch.cuh"
 #include "forward_kernels.cuh"
@@ -407,19 +408,195 @@ __global__ void __launch_bounds__(kMaxThreads, kBackwardMinBlocks<VEC, ITERS, kC
   }
 }
 
+// Vectors per batch of BackwardStreamKernel's passes (StreamPass): 2 for
+// 16-bit rows of single elements (vec 1), else 1. Measured on the H100 with
+// the partials in shared memory, before the row prefetch below
+// (bench/results/gpu-2026-11-28-round42.md, call 2), batches of 1 / 2 / 4: bf16 LayerNorm 8192 x
+// 8191 640.9 / 515.2 / 811.0 us, 4096 x 10001 378.2 / 332.5 / 512.0, RMSNorm 2048 x 20001 420.1 /
+// 351.3 / 516.0; fp32 RMSNorm 8192 x 8191 575.2 / 827.9 / 815.5, LayerNorm
+// 590.0 / 848.0 / 831.1 (batches cost registers: bf16 at 2 takes 64, two
+// blocks of 512 per SM).
+template <typename T, int VEC>
+inline constexpr int kBackwardStreamBatch = VEC == 1 && sizeof(T) == 2 ? 2 : 1;
+
+// Bytes of shared memory up to which BackwardStreamKernel keeps its chunk's
+// dw / db partial rows there rather than in the workspace (two blocks per SM
+// still fit): a vec-1 row's dx pass otherwise loads and stores them in global
+// memory for every element, and each vector's loads wait behind the previous
+// one's stores. Measured on the H100 (round42.md, call 2, with the batches
+// above, before the row prefetch) against the kernel before (partials in the
+// workspace, one vector per batch): bf16 LayerNorm 8192 x 8191 779.8 -> 515.2 us,
+// 4096 x 10001 598.0 -> 332.5, add + RMSNorm 2048 x 20001 693.1 -> 465.2;
+// fp32 LayerNorm 8192 x 8191 938.8 -> 590.0, RMSNorm 16384 x 4097 645.7 ->
+// 583.8; bf16 RMSNorm 16384 x 4097 493.9 -> 515.3 slower.
+inline constexpr size_t kStreamSharedPartialBytes = 100 * 1024;
+
+// Dynamic shared memory of a BackwardStreamKernel launch: its dw / db partial
+// rows, or 0 where they stay in the workspace (none wanted, or too long).
+inline size_t StreamSharedPartialBytes(const BackwardArgs& a) {
+  if (a.workspace == nullptr) return 0;
+  const int rows = (a.grad_weight != nullptr ? 1 : 0) + (a.grad_bias != nullptr ? 1 : 0);
+  const size_t bytes = sizeof(float) * rows * static_cast<size_t>(a.hidden);
+  return bytes <= kStreamSharedPartialBytes ? bytes : 0;
+}
+
+// Prefetches into L2 the tensors of `row` that BackwardStreamKernel's passes
+// read: x, y, dy and the residual gradient. Rows of single elements (vec 1)
+// ask memory for the whole row when they start: their passes' own loads, one
+// element per thread at a time, keep too few bytes in flight. Measured on the
+// H100 (bench/results/gpu-2026-11-28-round42.md, call 3) against none: bf16
+// LayerNorm 8192 x 8191 514.4 -> 449.4 us, add + RMSNorm 4096 x 10001 432.0 ->
+// 334.1, fp32 add + RMSNorm 16384 x 4097 920.9 -> 441.2, LayerNorm 8192 x 8191
+// 591.4 -> 478.2; no shape slower. Asking for the next row as well (while this
+// one is worked on) measured slower than the row alone (fp32 add + RMSNorm
+// 16384 x 4097 441.2 -> 618.5, bf16 8192 x 8191 522.2 -> 643.8).
+template <typename T>
+__device__ __forceinline__ void PrefetchStreamedRow(const BackwardArgs& a, int64_t row) {
+  const int64_t first = row * a.hidden;
+  const int64_t bytes = a.hidden * static_cast<int64_t>(sizeof(T));
+  PrefetchToL2(static_cast<const T*>(a.x) + first, bytes);
+  if (a.y != nullptr) PrefetchToL2(static_cast<const T*>(a.y) + first, bytes);
+  PrefetchToL2(static_cast<const T*>(a.grad_out) + first, bytes);
+  if (a.grad_residual_out != nullptr) {
+    const int64_t size = a.residual_dtype == DType::kF32 ? sizeof(float) : sizeof(T);
+    PrefetchToL2(static_cast<const char*>(a.grad_residual_out) + first * size, a.hidden * size);
+  }
+}
+
+// One chunk's rows for BackwardStreamKernel, several passes per row, dw / db
+// accumulated into dw_acc / db_acc (each column owned by one thread; null
+// where not wanted).
+template <typename T, int VEC>
+__device__ __forceinline__ void BackwardStreamRows(const BackwardArgs& a, const ChunkRows& c,
+                                                   int tpr, int t, GroupScratch& scratch,
+                                                   float* dw_acc, float* db_acc) {
+  const int d = static_cast<int>(a.hidden);
+  const int k = static_cast<int>(a.norm.stat_len);
+  const bool gres_f32 = a.residual_dtype == DType::kF32;
+  constexpr int kBatch = kBackwardStreamBatch<T, VEC>;
+  for (int64_t row = c.first; row < c.end; row += c.stride) {
+    if (VEC == 1 && t == 0) PrefetchStreamedRow<T>(a, row);
+    const int64_t base = row * a.hidden;
+    // One batch's values: p = x + y, dy, sw = scale * w.
+    float p[kBatch][VEC], dy[kBatch][VEC], sw[kBatch][VEC];
+    auto load_p = [&](int j, int col) {
+      float yv[VEC] = {};  // p = x + 0 without y, as the fused launches' rows of zeros
+      LoadFloats(static_cast<const T*>(a.x) + base + col, p[j]);
+      if (a.y != nullptr) LoadFloats(static_cast<const T*>(a.y) + base + col, yv);
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) p[j][i] += yv[i];
+    };
+    auto load = [&](int j, int col) {
+      load_p(j, col);
+      LoadFloats(static_cast<const T*>(a.grad_out) + base + col, dy[j]);
+      if (a.weight != nullptr) {
+        LoadFloats(static_cast<const T*>(a.weight) + col, sw[j]);
+      } else {
+#pragma unroll
+        for (int i = 0; i < VEC; ++i) sw[j][i] = 1.0f;
+      }
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) sw[j][i] *= a.norm.scale;
+    };
+    float mean = 0.0f, rstd;
+    if (c.has_stats) {
+      mean = a.norm.center ? a.mean[row] : 0.0f;
+      rstd = a.rstd[row];
+    } else {
+      if (a.norm.center) {
+        float sum[1] = {0.0f};
+        StreamPass<VEC, kBatch>(t, tpr, d, load_p, [&](int j, int) {
+#pragma unroll
+          for (int i = 0; i < VEC; ++i) sum[0] += p[j][i];
+        });
+        GroupSum(sum, tpr, scratch);
+        mean = MeanOfSum(sum[0], a.norm);
+      }
+      float sum_sq[1] = {0.0f};
+      StreamPass<VEC, kBatch>(t, tpr, k, load_p, [&](int j, int col) {
+        float q[VEC];
+#pragma unroll
+        for (int i = 0; i < VEC; ++i) q[i] = p[j][i] - mean;
+        AddSquaresBelow(q, col, k, sum_sq[0]);
+      });
+      GroupSum(sum_sq, tpr, scratch);
+      rstd = RstdOfSumOfSquares(sum_sq[0], a.norm);
+    }
+    float sums[3] = {0.0f, 0.0f, 0.0f};
+    StreamPass<VEC, kBatch>(t, tpr, d, load, [&](int j, int col) {
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) {
+        const float r = (p[j][i] - mean) * rstd;
+        const float dr = __fmul_rn(dy[j][i], sw[j][i]);
+        sums[0] += r * dr;
+        sums[1] += dr;
+        sums[2] += col + i < k ? r : 0.0f;
+      }
+    });
+    const auto [coef, mean_dq] = a.norm.center
+                                     ? ReduceDqScalars<true>(a, sums, rstd, tpr, scratch)
+                                     : ReduceDqScalars<false>(a, sums, rstd, tpr, scratch);
+    // The last pass also loads the batch's residual gradient and dw / db
+    // partials before it stores anything.
+    float g[kBatch][VEC], dw[kBatch][VEC], db[kBatch][VEC];
+    auto load_last = [&](int j, int col) {
+      load(j, col);
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) g[j][i] = 0.0f;
+      if (a.grad_residual_out != nullptr) {
+        LoadFloatsEither<T>(a.grad_residual_out, base + col, gres_f32, g[j]);
+      }
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) dw[j][i] = db[j][i] = 0.0f;
+      if (dw_acc != nullptr) LoadFloats(dw_acc + col, dw[j]);
+      if (db_acc != nullptr) LoadFloats(db_acc + col, db[j]);
+    };
+    StreamPass<VEC, kBatch>(t, tpr, d, load_last, [&](int j, int col) {
+      float dx[VEC];
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) {
+        const float r = (p[j][i] - mean) * rstd;
+        const float dr = __fmul_rn(dy[j][i], sw[j][i]);
+        const float dq = __fmul_rn(rstd, dr - (col + i < k ? r * coef : 0.0f));
+        dx[i] = dq - mean_dq + g[j][i];
+        dw[j][i] += dy[j][i] * r;
+        db[j][i] += dy[j][i];
+      }
+      StoreFloats(static_cast<T*>(a.grad_in) + base + col, dx);
+      if (dw_acc != nullptr) StoreFloats(dw_acc + col, dw[j]);
+      if (db_acc != nullptr) StoreFloats(db_acc + col, db[j]);
+    });
+  }
+}
+
+// Sets the thread's columns of dw / db (where not null) to zero.
+template <int VEC>
+__device__ __forceinline__ void ZeroOwnColumns(int t, int tpr, int d, float* dw, float* db) {
+  for (int col = t * VEC; col < d; col += tpr * VEC) {
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) {
+      if (dw != nullptr) dw[col + i] = 0.0f;
+      if (db != nullptr) db[col + i] = 0.0f;
+    }
+  }
+}
+
 // Rows too long for registers: one block per chunk, rows one after another,
-// several passes per row (L2-resident); dw / db partials accumulate in the
-// workspace row of the chunk, each column owned by one thread.
+// several passes per row (L2-resident; StreamPass). The chunk's dw / db
+// partials accumulate in shared memory where the launch gave it
+// (StreamSharedPartialBytes), else in its workspace rows; each column is owned
+// by one thread throughout, so no barrier orders them.
 template <typename T, int VEC>
 __global__ void __launch_bounds__(kMaxThreads)
-    BackwardStreamKernel(const BackwardArgs a, const int64_t chunk_rows) {
+    BackwardStreamKernel(const BackwardArgs a, const int64_t chunk_rows,
+                         const bool shared_partials) {
   AllowDependentLaunch();  // ReducePartialsKernel waits for this grid's end itself
   __shared__ float scratch_buffers[GroupScratch::kFloats];
+  extern __shared__ float shared_rows[];
   GroupScratch scratch{scratch_buffers};
   const int tpr = blockDim.x;
   const int t = threadIdx.x;
   const int d = static_cast<int>(a.hidden);
-  const int k = static_cast<int>(a.norm.stat_len);
   const int chunk = blockIdx.x;
   const int total_chunks = gridDim.x;
   const ChunkRows c = FindChunk(a, chunk, total_chunks, chunk_rows, 1);
@@ -430,94 +607,22 @@ __global__ void __launch_bounds__(kMaxThreads)
                        ? nullptr
                        : static_cast<float*>(a.workspace) +
                              (static_cast<int64_t>(total_chunks) + chunk) * a.hidden;
-  // Zeroed by the threads that later accumulate into the same columns.
+  if (!shared_partials) {
+    ZeroOwnColumns<VEC>(t, tpr, d, dw_part, db_part);
+    BackwardStreamRows<T, VEC>(a, c, tpr, t, scratch, dw_part, db_part);
+    return;
+  }
+  // Two calls rather than one on a selected pointer: the compiler then knows
+  // these accumulators are shared memory, apart from the rows' global memory.
+  float* dw = dw_part != nullptr ? shared_rows : nullptr;
+  float* db = db_part != nullptr ? shared_rows + (dw_part != nullptr ? d : 0) : nullptr;
+  ZeroOwnColumns<VEC>(t, tpr, d, dw, db);
+  BackwardStreamRows<T, VEC>(a, c, tpr, t, scratch, dw, db);
   for (int col = t * VEC; col < d; col += tpr * VEC) {
 #pragma unroll
     for (int i = 0; i < VEC; ++i) {
-      if (dw_part != nullptr) dw_part[col + i] = 0.0f;
-      if (db_part != nullptr) db_part[col + i] = 0.0f;
-    }
-  }
-  const bool gres_f32 = a.residual_dtype == DType::kF32;
-
-  for (int64_t row = c.first; row < c.end; row += c.stride) {
-    const int64_t base = row * a.hidden;
-    auto load = [&](int col, float(&p)[VEC], float(&dy)[VEC], float(&sw)[VEC]) {
-      float yv[VEC] = {};
-      LoadFloats(static_cast<const T*>(a.x) + base + col, p);
-      if (a.y != nullptr) LoadFloats(static_cast<const T*>(a.y) + base + col, yv);
-      LoadFloats(static_cast<const T*>(a.grad_out) + base + col, dy);
-      if (a.weight != nullptr) {
-        LoadFloats(static_cast<const T*>(a.weight) + col, sw);
-      } else {
-#pragma unroll
-        for (int i = 0; i < VEC; ++i) sw[i] = 1.0f;
-      }
-#pragma unroll
-      for (int i = 0; i < VEC; ++i) {
-        p[i] += yv[i];
-        sw[i] *= a.norm.scale;
-      }
-    };
-    float mean = 0.0f, rstd;
-    if (c.has_stats) {
-      mean = a.norm.center ? a.mean[row] : 0.0f;
-      rstd = a.rstd[row];
-    } else {
-      if (a.norm.center) {
-        float sum[1] = {0.0f};
-        for (int col = t * VEC; col < d; col += tpr * VEC) {
-          float p[VEC], dy[VEC], sw[VEC];
-          load(col, p, dy, sw);
-#pragma unroll
-          for (int i = 0; i < VEC; ++i) sum[0] += p[i];
-        }
-        GroupSum(sum, tpr, scratch);
-        mean = MeanOfSum(sum[0], a.norm);
-      }
-      float sum_sq[1] = {0.0f};
-      for (int col = t * VEC; col < k; col += tpr * VEC) {
-        float q[VEC], dy[VEC], sw[VEC];
-        load(col, q, dy, sw);
-#pragma unroll
-        for (int i = 0; i < VEC; ++i) q[i] -= mean;
-        AddSquaresBelow(q, col, k, sum_sq[0]);
-      }
-      GroupSum(sum_sq, tpr, scratch);
-      rstd = RstdOfSumOfSquares(sum_sq[0], a.norm);
-    }
-    float sums[3] = {0.0f, 0.0f, 0.0f};
-    for (int col = t * VEC; col < d; col += tpr * VEC) {
-      float p[VEC], dy[VEC], sw[VEC];
-      load(col, p, dy, sw);
-#pragma unroll
-      for (int i = 0; i < VEC; ++i) {
-        const float r = (p[i] - mean) * rstd;
-        const float dr = __fmul_rn(dy[i], sw[i]);
-        sums[0] += r * dr;
-        sums[1] += dr;
-        sums[2] += col + i < k ? r : 0.0f;
-      }
-    }
-    const auto [coef, mean_dq] = a.norm.center
-                                     ? ReduceDqScalars<true>(a, sums, rstd, tpr, scratch)
-                                     : ReduceDqScalars<false>(a, sums, rstd, tpr, scratch);
-    for (int col = t * VEC; col < d; col += tpr * VEC) {
-      float p[VEC], dy[VEC], sw[VEC], g[VEC] = {}, dx[VEC];
-      load(col, p, dy, sw);
-      if (a.grad_residual_out != nullptr) {
-        LoadFloatsEither<T>(a.grad_residual_out, base + col, gres_f32, g);
-      }
-#pragma unroll
-      for (int i = 0; i < VEC; ++i) {
-        const float r = (p[i] - mean) * rstd;
-        const float dr = __fmul_rn(dy[i], sw[i]);
-        const float dq = __fmul_rn(rstd, dr - (col + i < k ? r * coef : 0.0f));
-        dx[i] = dq - mean_dq + g[i];
-        if (dw_part != nullptr) dw_part[col + i] += dy[i] * r;
-        if (db_part != nullptr) db_part[col + i] += dy[i];
-      }
-      StoreFloats(static_cast<T*>(a.grad_in) + base + col, dx);
+      if (dw != nullptr) dw_part[col + i] = dw[col + i];
+      if (db != nullptr) db_part[col + i] = db[col + i];
     }
   }
 }

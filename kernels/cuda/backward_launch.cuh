@@ -253,7 +253,13 @@ cudaError_t LaunchBackwardRows(const BackwardArgs& a, const RowLayout& layout, i
     constexpr int kVec = decltype(vec)::value;
     constexpr int kIters = decltype(iters)::value;
     if constexpr (kIters == 0) {
-      BackwardStreamKernel<T, kVec><<<a.total_chunks, kMaxThreads, 0, stream>>>(a, chunk_rows);
+      const size_t bytes = StreamSharedPartialBytes(a);
+      if (const cudaError_t err = AllowDynamicShared(&BackwardStreamKernel<T, kVec>, bytes);
+          err != cudaSuccess) {
+        return err;
+      }
+      BackwardStreamKernel<T, kVec>
+          <<<a.total_chunks, kMaxThreads, bytes, stream>>>(a, chunk_rows, bytes > 0);
       return cudaGetLastError();
     } else {
       const bool plain = a.y == nullptr && a.grad_residual_out == nullptr;
@@ -308,7 +314,7 @@ int BackwardResidentBlocks(const RowLayout& layout, int64_t hidden, int sms) {
                                      static_cast<unsigned>(layout.threads()), bytes, nullptr);
           return cudaOccupancyMaxActiveClusters(&clusters, kernel, &launch.config);
         };
-        if constexpr (kIters == 0) {
+        if constexpr (kIters == 0) {  // two blocks per SM also with shared partials
           return occupancy(&BackwardStreamKernel<T, kVec>, 0, 1);
         } else {
           const StageOne s = ChooseStageOne<T, kVec, kIters, true>(

@@ -598,8 +598,20 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocks)
   }
 }
 
+// Vectors per batch of ForwardStreamKernel's passes (StreamPass): 4 for
+// 16-bit rows of single elements (vec 1), else 1. Measured on the H100 against
+// 1 (bench/results/gpu-2026-11-28-round42.md, call 1): bf16 RMSNorm 4096 x
+// 10001 135.7 -> 113.3 us, 16384 x 4097 227.3 -> 205.8, 2048 x 30001 246.8
+// -> 224.4, LayerNorm 156.7 -> 145.6, 268.4 -> 277.0, 300.7 -> 281.3; fp32
+// rows slower at 4 (8192 x 8191 RMSNorm 223.8 -> 391.7: 86 registers, one
+// block per SM) and mixed at 8 (16384 x 4097 212.1 -> 267.3, 2048 x 30001
+// 330.6 -> 282.8).
+template <typename T, int VEC>
+inline constexpr int kForwardStreamBatch = VEC == 1 && sizeof(T) == 2 ? 4 : 1;
+
 // Rows too long for registers: one block per row, three passes over it
-// (sum, sum of squares, output); the row stays in L2 between passes.
+// (sum, sum of squares, output), each a batch of loads at a time (StreamPass);
+// the row stays in L2 between passes.
 template <typename T, int VEC>
 __global__ void __launch_bounds__(kMaxThreads) ForwardStreamKernel(const ForwardArgs a) {
   __shared__ float scratch_buffers[GroupScratch::kFloats];
@@ -613,62 +625,76 @@ __global__ void __launch_bounds__(kMaxThreads) ForwardStreamKernel(const Forward
   const T* x = static_cast<const T*>(a.x) + base;
   const T* y = static_cast<const T*>(a.y) + base;
   const bool residual_f32 = a.residual_dtype == DType::kF32;
-  auto load_p = [&](int col, float(&p)[VEC]) {
-    LoadFloats(x + col, p);
+  // Rows of single elements (vec 1) ask memory for the whole row at once: the
+  // first pass's own loads, one element per thread at a time, keep too few
+  // bytes in flight. Measured on the H100 (bench/results/gpu-2026-11-28-
+  // round42.md, call 3) against none: bf16 RMSNorm 4096 x 10001 113.6 -> 97.3
+  // us, 2048 x 20001 122.8 -> 108.5, LayerNorm 16384 x 4097 276.5 -> 247.3;
+  // fp32 LayerNorm 8192 x 8191 232.1 -> 218.4. Rows of 16-byte vectors, whose
+  // loads keep enough in flight, measured slower with it (bf16 RMSNorm 1024 x
+  // 65536 146.8 -> 162.8, fp32 2048 x 30000 260.3 -> 292.8).
+  if (VEC == 1 && t == 0) {
+    PrefetchToL2(x, a.hidden * static_cast<int64_t>(sizeof(T)));
+    if (a.y != nullptr) PrefetchToL2(y, a.hidden * static_cast<int64_t>(sizeof(T)));
+  }
+  constexpr int kBatch = kForwardStreamBatch<T, VEC>;
+  float p[kBatch][VEC];  // one batch's p = x + y (StreamPass)
+  auto load_p = [&](int j, int col) {
+    LoadFloats(x + col, p[j]);
     if (a.y != nullptr) {
       float yv[VEC];
       LoadFloats(y + col, yv);
 #pragma unroll
-      for (int i = 0; i < VEC; ++i) p[i] += yv[i];
+      for (int i = 0; i < VEC; ++i) p[j][i] += yv[i];
     }
   };
 
   float mean = 0.0f;
   if (a.norm.center) {
     float sum[1] = {0.0f};
-    for (int col = t * VEC; col < d; col += tpr * VEC) {
-      float p[VEC];
-      load_p(col, p);
+    StreamPass<VEC, kBatch>(t, tpr, d, load_p, [&](int j, int) {
 #pragma unroll
-      for (int i = 0; i < VEC; ++i) sum[0] += p[i];
-    }
+      for (int i = 0; i < VEC; ++i) sum[0] += p[j][i];
+    });
     GroupSum(sum, tpr, scratch);
     mean = MeanOfSum(sum[0], a.norm);
   }
   float sum_sq[1] = {0.0f};
-  for (int col = t * VEC; col < k; col += tpr * VEC) {
+  StreamPass<VEC, kBatch>(t, tpr, k, load_p, [&](int j, int col) {
     float q[VEC];
-    load_p(col, q);
 #pragma unroll
-    for (int i = 0; i < VEC; ++i) q[i] -= mean;
+    for (int i = 0; i < VEC; ++i) q[i] = p[j][i] - mean;
     AddSquaresBelow(q, col, k, sum_sq[0]);
-  }
+  });
   GroupSum(sum_sq, tpr, scratch);
   const float rstd = RstdOfSumOfSquares(sum_sq[0], a.norm);
   const float mul = rstd * a.norm.scale;
 
-  for (int col = t * VEC; col < d; col += tpr * VEC) {
-    float p[VEC], w[VEC], b[VEC], o[VEC];
-    load_p(col, p);
+  float w[kBatch][VEC], b[kBatch][VEC];
+  auto load_all = [&](int j, int col) {
+    load_p(j, col);
     if (a.weight != nullptr) {
-      LoadFloats(static_cast<const T*>(a.weight) + col, w);
+      LoadFloats(static_cast<const T*>(a.weight) + col, w[j]);
     } else {
 #pragma unroll
-      for (int i = 0; i < VEC; ++i) w[i] = 1.0f;
+      for (int i = 0; i < VEC; ++i) w[j][i] = 1.0f;
     }
     if (a.bias != nullptr) {
-      LoadFloats(static_cast<const T*>(a.bias) + col, b);
+      LoadFloats(static_cast<const T*>(a.bias) + col, b[j]);
     } else {
 #pragma unroll
-      for (int i = 0; i < VEC; ++i) b[i] = 0.0f;
+      for (int i = 0; i < VEC; ++i) b[j][i] = 0.0f;
     }
+  };
+  StreamPass<VEC, kBatch>(t, tpr, d, load_all, [&](int j, int col) {
+    float o[VEC];
 #pragma unroll
-    for (int i = 0; i < VEC; ++i) o[i] = NormOutput(p[i], mean, mul, w[i], b[i]);
+    for (int i = 0; i < VEC; ++i) o[i] = NormOutput(p[j][i], mean, mul, w[j][i], b[j][i]);
     StoreFloats(static_cast<T*>(a.out) + base + col, o);
     if (a.residual_out != nullptr) {
-      StoreFloatsEither<T>(a.residual_out, base + col, residual_f32, p);
+      StoreFloatsEither<T>(a.residual_out, base + col, residual_f32, p[j]);
     }
-  }
+  });
   if (t == 0) StoreRowStats(a, row, mean, rstd);
 }
 

@@ -145,6 +145,28 @@ __device__ __forceinline__ void StoreFloatsEither(void* base, int64_t index, boo
   }
 }
 
+// A streaming kernel's pass (one block per row, several passes over it) over a
+// thread's vectors t, t + tpr, ... of the columns below `end`, kBatch at a
+// time: load(j, col) for each vector j of the batch, then use(j, col) for
+// each, in column order (sums accumulate in the order of one vector at a
+// time). A batch's loads are all issued before any use waits on them, where
+// the use's stores would otherwise keep the next vector's loads behind them.
+// j indexes the caller's per-batch registers.
+template <int VEC, int kBatch, typename Load, typename Use>
+__device__ __forceinline__ void StreamPass(int t, int tpr, int end, Load&& load, Use&& use) {
+  const int step = tpr * VEC;
+  for (int first = t * VEC; first < end; first += kBatch * step) {
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j) {
+      if (first + j * step < end) load(j, first + j * step);
+    }
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j) {
+      if (first + j * step < end) use(j, first + j * step);
+    }
+  }
+}
+
 // A row of fp32 vectors in shared memory, [row_len] floats, each thread
 // storing and loading its own vectors at `local` (a multiple of VEC). A
 // 16-bit row's vector of 8 covers 32 bytes of fp32, which a warp accessing

@@ -493,7 +493,7 @@ TEST(CpuDeterminismTest, ResultsDoNotDependOnThreadCount) {
 INSTANTIATE_TEST_SUITE_P(Kernels, DeterminismTest,
                          ::testing::Combine(::testing::ValuesIn(BackendNames()), AllDTypes(),
                                             ::testing::Values(7, 512, 1000, 1024, 2048, 4096, 5000,
-                                                              6144, 8192, 10000, 16384, 20000,
+                                                              6144, 8191, 8192, 10000, 16384, 20000,
                                                               32768, 40000)),
                          SuiteParamName);
 
