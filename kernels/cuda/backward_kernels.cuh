@@ -411,11 +411,11 @@ __global__ void __launch_bounds__(kMaxThreads, kBackwardMinBlocks<VEC, ITERS, kC
 // Vectors per batch of BackwardStreamKernel's passes (StreamPass): 2 for
 // 16-bit rows of single elements (vec 1), else 1. Measured on the H100 with
 // the partials in shared memory, before the row prefetch below
-// (bench/results/gpu-2026-11-28-round42.md, call 2), batches of 1 / 2 / 4: bf16 LayerNorm 8192 x
-// 8191 640.9 / 515.2 / 811.0 us, 4096 x 10001 378.2 / 332.5 / 512.0, RMSNorm 2048 x 20001 420.1 /
-// 351.3 / 516.0; fp32 RMSNorm 8192 x 8191 575.2 / 827.9 / 815.5, LayerNorm
-// 590.0 / 848.0 / 831.1 (batches cost registers: bf16 at 2 takes 64, two
-// blocks of 512 per SM).
+// (bench/results/gpu-2026-11-28-round42.md, call 2), batches of 1 / 2 / 4:
+// bf16 LayerNorm 8192 x 8191 640.8 / 515.2 / 811.0 us, 4096 x 10001 378.2 /
+// 332.5 / 512.0, RMSNorm 2048 x 20001 420.1 / 351.3 / 516.0; fp32 RMSNorm
+// 8192 x 8191 575.2 / 827.9 / 815.5, LayerNorm 590.0 / 848.0 / 831.1
+// (batches cost registers, and with them blocks per SM).
 template <typename T, int VEC>
 inline constexpr int kBackwardStreamBatch = VEC == 1 && sizeof(T) == 2 ? 2 : 1;
 
@@ -425,7 +425,7 @@ inline constexpr int kBackwardStreamBatch = VEC == 1 && sizeof(T) == 2 ? 2 : 1;
 // memory for every element, and each vector's loads wait behind the previous
 // one's stores. Measured on the H100 (round42.md, call 2, with the batches
 // above, before the row prefetch) against the kernel before (partials in the
-// workspace, one vector per batch): bf16 LayerNorm 8192 x 8191 779.8 -> 515.2 us,
+// workspace, one vector per batch): bf16 LayerNorm 8192 x 8191 778.1 -> 515.2 us,
 // 4096 x 10001 598.0 -> 332.5, add + RMSNorm 2048 x 20001 693.1 -> 465.2;
 // fp32 LayerNorm 8192 x 8191 938.8 -> 590.0, RMSNorm 16384 x 4097 645.7 ->
 // 583.8; bf16 RMSNorm 16384 x 4097 493.9 -> 515.3 slower.

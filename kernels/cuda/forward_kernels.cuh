@@ -602,7 +602,7 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocks)
 // 16-bit rows of single elements (vec 1), else 1. Measured on the H100 against
 // 1 (bench/results/gpu-2026-11-28-round42.md, call 1): bf16 RMSNorm 4096 x
 // 10001 135.7 -> 113.3 us, 16384 x 4097 227.3 -> 205.8, 2048 x 30001 246.8
-// -> 224.4, LayerNorm 156.7 -> 145.6, 268.4 -> 277.0, 300.7 -> 281.3; fp32
+// -> 224.4, LayerNorm 156.7 -> 145.6, 267.8 -> 277.0, 300.7 -> 281.3; fp32
 // rows slower at 4 (8192 x 8191 RMSNorm 223.8 -> 391.7: 86 registers, one
 // block per SM) and mixed at 8 (16384 x 4097 212.1 -> 267.3, 2048 x 30001
 // 330.6 -> 282.8).
