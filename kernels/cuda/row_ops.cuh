@@ -145,11 +145,11 @@ __device__ __forceinline__ void StoreFloatsEither(void* base, int64_t index, boo
   }
 }
 
-// A streaming kernel's pass (one block per row, several passes over it) over a
-// thread's vectors t, t + tpr, ... of the columns below `end`, kBatch at a
-// time: load(j, col) for each vector j of the batch, then use(j, col) for
-// each, in column order (sums accumulate in the order of one vector at a
-// time). A batch's loads are all issued before any use waits on them, where
+// A streaming kernel's pass (a block works on one row at a time, in several
+// passes) over a thread's vectors t, t + tpr, ... of the columns below `end`,
+// kBatch at a time: load(j, col) for each vector j of the batch, then
+// use(j, col) for each, in column order (sums accumulate in the order of one
+// vector at a time). A batch's loads are all issued before any use waits on them, where
 // the use's stores would otherwise keep the next vector's loads behind them.
 // j indexes the caller's per-batch registers.
 template <int VEC, int kBatch, typename Load, typename Use>
