@@ -128,13 +128,13 @@ StageOne ChooseGeneralStageOne(const RowLayout& layout, int64_t hidden, bool pla
   if (layout.ctas_per_row > 1) {
     // ChooseRowLayout splits only rows of four values or vectors per thread
     // into clusters of kClusterCtas, kWideClusterCtas or kWidestClusterCtas
-    // blocks holding one row each; rows of vec 1 (kScalarClusterElements) run
-    // the generic instance.
-    if constexpr ((VEC == 16 / sizeof(T) || VEC == 1) && ITERS == 4) {
+    // blocks holding one row each; rows of vec 1 (kScalarClusterElements) and
+    // of half vectors run the generic instance.
+    if constexpr (ITERS == 4) {
       if (layout.rows_per_cta != 1) return s;
       auto cluster = [&](auto ctas) {
         constexpr int kCtas = decltype(ctas)::value;
-        if constexpr (VEC > 1) {
+        if constexpr (VEC * sizeof(T) == 16) {
           if (plain) return staged(ctas, std::false_type{}, kWithWeightRow);
           // Fused rows staged where they fit (fused_stages_fit); otherwise the
           // generic instance, dw / db accumulators [2][block's columns] fp32.
@@ -153,7 +153,7 @@ StageOne ChooseGeneralStageOne(const RowLayout& layout, int64_t hidden, bool pla
       };
       if (layout.ctas_per_row == kClusterCtas) return cluster(IntConst<kClusterCtas>{});
       if (layout.ctas_per_row == kWideClusterCtas) return cluster(IntConst<kWideClusterCtas>{});
-      if constexpr (sizeof(T) == 4 || VEC == 1) {  // 16-bit vectors fit kWideClusterCtas
+      if constexpr (sizeof(T) == 4 || VEC * sizeof(T) < 16) {  // 16-bit 16-byte vectors fit 4
         if (layout.ctas_per_row == kWidestClusterCtas) {
           return cluster(IntConst<kWidestClusterCtas>{});
         }
@@ -365,8 +365,8 @@ StageOneOccupancy StageOneOccupancyOf(DType dtype, int64_t hidden, const Backwar
 template <typename T>
 cudaError_t LaunchBackwardTyped(const BackwardArgs& in, cudaStream_t stream) {
   BackwardArgs a = in;
-  const bool aligned = VectorAligned(
-      a.dtype, a.hidden, {a.x, a.y, a.grad_out, a.grad_residual_out, a.weight, a.grad_in});
+  const bool aligned =
+      VectorAligned({a.x, a.y, a.grad_out, a.grad_residual_out, a.weight, a.grad_in});
   const RowLayout layout = ChooseRowLayout(Pass::kBackward, a.dtype, a.hidden, aligned);
   const int max_chunks = MaxBackwardChunks(a.dtype, a.hidden, layout);
   int64_t chunk_rows = 0;  // of a batch without segment descriptors
