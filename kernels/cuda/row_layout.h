@@ -208,8 +208,17 @@ inline bool HeldScalarForwardRow(Pass pass, DType dtype, int vec, int64_t vector
 // multiple of one, else an 8-byte vector (a half vector: 16-bit widths of
 // 4 mod 8, fp32 widths of 2 mod 4) where it is a multiple of that, else 1.
 // Rows of half vectors take none of the rules below for 16-byte vectors (held,
-// two vectors per thread, fewer forward vectors) and run the kernels' generic
-// instances (the staged, lean and held kernels move 16-byte vectors).
+// two vectors per thread, fewer forward vectors); backward ones are staged
+// (BackwardStagedKernel copies 8-byte vectors too), forward ones run the
+// generic instances (the lean, held and canonical paths move 16-byte vectors).
+// They had run as rows of single elements (vec 1); measured on the H100
+// (bench/results/gpu-2026-11-28-round43.md, call 3), vec 1 -> half vectors:
+// bf16 4096 x 14500 LayerNorm backward 590.8 -> 174.6 us, add + RMSNorm 699.5
+// -> 229.9, RMSNorm forward 176.2 -> 146.8; 8192 x 2052 RMSNorm backward
+// 166.1 -> 55.9; fp32 8192 x 8190 RMSNorm backward 468.6 -> 344.9, add +
+// RMSNorm forward 555.8 -> 375.4; 2048 x 20002 LayerNorm backward 886.9 ->
+// 276.2. Slower: fp32 8192 x 6002 RMSNorm backward 283.5 -> 309.2, LayerNorm
+// 286.9 -> 348.3 (add + RMSNorm 372.3 -> 346.0).
 inline int VectorElements(DType dtype, int64_t hidden, bool aligned) {
   const int elem = static_cast<int>(DTypeSize(dtype));
   const int full_vec = 16 / elem;
@@ -273,8 +282,16 @@ inline RowLayout ChooseRowLayout(Pass pass, DType dtype, int64_t hidden, bool al
   int64_t tpr = ThreadsFor(vectors, preferred);
   const int max_elems = MaxElemsPerThread(pass, elem);
   const int iters = ItersFor(vectors, tpr < kMaxThreads ? tpr : kMaxThreads);
-  const bool fits = (iters <= 8 || HeldScalarForwardRow(pass, dtype, layout.vec, vectors, iters)) &&
-                    layout.vec * iters <= max_elems;
+  // Backward rows of half vectors hold at most 4 per thread; longer ones are
+  // split over a cluster. At 8 the kernel spilled (BackwardKernel<bf16, 4, 8>
+  // 84 bytes, <float, 2, 8> 160); measured on the H100 (bench/results/
+  // gpu-2026-11-28-round43.md, call 1), 8 -> 4 per thread: bf16 4096 x 14500
+  // LayerNorm backward 295.2 -> 263.4 us, RMSNorm 245.5 -> 236.3; fp32 8192 x
+  // 8190 LayerNorm 533.4 -> 438.2, RMSNorm 562.5 -> 413.4.
+  const int max_iters = pass == Pass::kBackward && layout.vec > 1 && !wide ? 4 : 8;
+  const bool fits =
+      (iters <= max_iters || HeldScalarForwardRow(pass, dtype, layout.vec, vectors, iters)) &&
+      layout.vec * iters <= max_elems;
   // Backward rows one block cannot hold in registers (16-bit rows of
   // 16385-32768; fp32 rows up to 16384 are held, and took it before they were)
   // are split over a cluster of two blocks, 4 vectors per thread, rather than

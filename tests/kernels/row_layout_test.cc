@@ -322,6 +322,25 @@ TEST(RowLayoutTest, HalfVectorsWhereOnlyAnEightByteVectorDividesTheRow) {
   EXPECT_TRUE(TwoVectorBackwardRow(8, 2, 1000));
 }
 
+TEST(RowLayoutTest, BackwardHalfVectorsHoldAtMostFourPerThread) {
+  // Rows that 8 per thread would fit in one block go to a cluster instead.
+  const RowLayout bf16 = ChooseRowLayout(Pass::kBackward, DType::kBF16, 14500, true);
+  EXPECT_EQ(bf16.vec, 4);
+  EXPECT_EQ(bf16.iters, 4);
+  EXPECT_EQ(bf16.ctas_per_row, 2);
+  const RowLayout f32 = ChooseRowLayout(Pass::kBackward, DType::kF32, 8190, true);
+  EXPECT_EQ(f32.vec, 2);
+  EXPECT_EQ(f32.iters, 4);
+  EXPECT_EQ(f32.ctas_per_row, 2);
+  for (int64_t hidden = 4; hidden <= 65536; hidden += 8) {
+    const RowLayout half = ChooseRowLayout(Pass::kBackward, DType::kF16, hidden, true);
+    ASSERT_EQ(half.vec, 4) << hidden;
+    EXPECT_LE(half.iters, 4) << hidden;
+  }
+  // Forward rows of half vectors keep up to 8.
+  EXPECT_EQ(ChooseRowLayout(Pass::kForward, DType::kBF16, 14500, true).iters, 8);
+}
+
 // SpreadLayout changes only forward layouts that the kernels reduce
 // canonically, and keeps what their bits depend on: the row's vectors, the
 // full-row test, and the order of the canonical tree (iters and tpr powers of
