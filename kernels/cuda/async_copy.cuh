@@ -26,6 +26,22 @@ __device__ __forceinline__ void CpAsync16(void* dst, const void* src, bool valid
                : "memory");
 }
 
+// Copies kBytes (4, 8 or 16) from global `src` to shared `dst`, as CpAsync16
+// (which it is for 16: .cg, L2 only; smaller copies go through L1, .ca).
+template <int kBytes>
+__device__ __forceinline__ void CpAsync(void* dst, const void* src, bool valid) {
+  if constexpr (kBytes == 16) {
+    CpAsync16(dst, src, valid);
+  } else {
+    static_assert(kBytes == 8 || kBytes == 4, "cp.async copies 4, 8 or 16 bytes");
+    const unsigned shared = SharedAddress(dst);
+    const int src_bytes = valid ? kBytes : 0;
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(shared), "l"(src),
+                 "n"(kBytes), "r"(src_bytes)
+                 : "memory");
+  }
+}
+
 // CpAsync16 to a shared-memory address (SharedAddress), always copying.
 __device__ __forceinline__ void CpAsync16Shared(unsigned dst, const void* src) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");

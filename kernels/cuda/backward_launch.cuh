@@ -83,7 +83,8 @@ StageOne ChooseGeneralStageOne(const RowLayout& layout, int64_t hidden, bool pla
     constexpr bool kWeightRow = decltype(weight_row)::value;
     s.cluster_ctas = kCtas;
     s.shared_bytes = staged_bytes(ctas, kFused ? tensors : 2, kWeightRow);
-    if constexpr (kCtas == 1 && sizeof(T) == 4 && ITERS == 2 && kCenter && kFused && kWeightRow) {
+    if constexpr (kCtas == 1 && sizeof(T) == 4 && VEC == 4 && ITERS == 2 && kCenter && kFused &&
+                  kWeightRow) {
       if (layout.threads() > kTargetThreads) {
         s.kernel = ForDbFull(db, full, [](auto kdb, auto kfull) {
           return &BackwardStagedFusedLayerNormKernel<decltype(kdb)::value, decltype(kfull)::value>;
@@ -91,7 +92,7 @@ StageOne ChooseGeneralStageOne(const RowLayout& layout, int64_t hidden, bool pla
         return s;
       }
     }
-    if constexpr (kCtas == 1 && sizeof(T) == 2 && ITERS == 2 && kWeightRow) {
+    if constexpr (kCtas == 1 && sizeof(T) == 2 && VEC == 8 && ITERS == 2 && kWeightRow) {
       if (layout.threads() > kTargetThreads && layout.threads() <= kPairedThreads) {
         s.kernel = ForDbFull(db, full, [](auto kdb, auto kfull) {
           return &BackwardStagedPairedKernel<T, decltype(kdb)::value, kCenter,
@@ -130,18 +131,22 @@ StageOne ChooseGeneralStageOne(const RowLayout& layout, int64_t hidden, bool pla
     // into clusters of kClusterCtas, kWideClusterCtas or kWidestClusterCtas
     // blocks holding one row each; rows of vec 1 (kScalarClusterElements) run
     // the generic instance.
-    if constexpr ((VEC == 16 / sizeof(T) || VEC == 1) && ITERS == 4) {
+    if constexpr (ITERS == 4) {
       if (layout.rows_per_cta != 1) return s;
       auto cluster = [&](auto ctas) {
         constexpr int kCtas = decltype(ctas)::value;
-        if constexpr (VEC > 1) {
+        if constexpr (VEC * sizeof(T) >= 8) {
           if (plain) return staged(ctas, std::false_type{}, kWithWeightRow);
           // Fused rows staged where they fit (fused_stages_fit); otherwise the
           // generic instance, dw / db accumulators [2][block's columns] fp32.
           // Measured on the H100 (gpu-2026-11-25-round15.md), add + RMSNorm
           // backward of a saved p: bf16 4096 x 20000 512 -> 314 us, 1024 x
           // 65536 361 -> 211; fp32 8192 x 16384 857 -> 724, 1024 x 65536 492 ->
-          // 379.
+          // 379. Rows of half vectors alike (gpu-2026-11-28-round43.md, call
+          // 2): fp32 8192 x 8190 599.1 -> 411.1, bf16 4096 x 14500 349.7 ->
+          // 230.4; fp32 2048 x 20002 (a cluster of eight) 378.4 -> 417.3, but
+          // the chunk plan is the staged instance's (BackwardResidentBlocks),
+          // with which the generic one took 605.1 (call 3).
           if (fused_stages_fit(ctas)) return staged(ctas, std::true_type{}, kWithWeightRow);
         }
         s.cluster_ctas = kCtas;
@@ -153,7 +158,7 @@ StageOne ChooseGeneralStageOne(const RowLayout& layout, int64_t hidden, bool pla
       };
       if (layout.ctas_per_row == kClusterCtas) return cluster(IntConst<kClusterCtas>{});
       if (layout.ctas_per_row == kWideClusterCtas) return cluster(IntConst<kWideClusterCtas>{});
-      if constexpr (sizeof(T) == 4 || VEC == 1) {  // 16-bit vectors fit kWideClusterCtas
+      if constexpr (sizeof(T) == 4 || VEC * sizeof(T) < 16) {  // 16-bit 16-byte vectors fit 4
         if (layout.ctas_per_row == kWidestClusterCtas) {
           return cluster(IntConst<kWidestClusterCtas>{});
         }
@@ -161,17 +166,18 @@ StageOne ChooseGeneralStageOne(const RowLayout& layout, int64_t hidden, bool pla
     }
     return s;
   }
-  // Rows of one block of full vectors: plain ones are staged (fp32 rows of one
-  // block that are not held take 2 vectors per thread up to 384 threads, 4
-  // beyond: TwoVectorBackwardRow, row_layout.h), fused ones where their stages
-  // fit (fused_stages_fit).
+  // Rows of one block of full or half vectors (the latter at most 4 per
+  // thread: ChooseRowLayout): plain ones are staged (fp32 rows of one block
+  // that are not held take 2 vectors per thread up to 384 threads, 4 beyond:
+  // TwoVectorBackwardRow, row_layout.h), fused ones where their stages fit
+  // (fused_stages_fit).
   // Fused, measured on the H100 against the generic register kernel
   // (gpu-2026-11-25-round15.md), add + RMSNorm backward of a saved p (no y):
   // bf16 32768 x 4096 486 -> 368 us, 8192 x 16384 636 -> 373, 65536 x 1024
   // 250 -> 192, 4096 x 5000 125 -> 98; fp32 32768 x 4096 811 -> 726, 65536 x
   // 1024 414 -> 369, 4096 x 5000 174 -> 133. With x and y, bf16 32768 x 4096
   // 543 -> 458 us.
-  if constexpr (VEC * sizeof(T) == 16) {
+  if constexpr (VEC * sizeof(T) == 16 || (VEC * sizeof(T) == 8 && ITERS <= 4)) {
     if (plain) return staged(IntConst<1>{}, std::false_type{}, kWithWeightRow);
     if (fused_stages_fit(IntConst<1>{})) {
       return staged(IntConst<1>{}, std::true_type{}, kWithWeightRow);
@@ -365,8 +371,8 @@ StageOneOccupancy StageOneOccupancyOf(DType dtype, int64_t hidden, const Backwar
 template <typename T>
 cudaError_t LaunchBackwardTyped(const BackwardArgs& in, cudaStream_t stream) {
   BackwardArgs a = in;
-  const bool aligned = VectorAligned(
-      a.dtype, a.hidden, {a.x, a.y, a.grad_out, a.grad_residual_out, a.weight, a.grad_in});
+  const bool aligned =
+      VectorAligned({a.x, a.y, a.grad_out, a.grad_residual_out, a.weight, a.grad_in});
   const RowLayout layout = ChooseRowLayout(Pass::kBackward, a.dtype, a.hidden, aligned);
   const int max_chunks = MaxBackwardChunks(a.dtype, a.hidden, layout);
   int64_t chunk_rows = 0;  // of a batch without segment descriptors

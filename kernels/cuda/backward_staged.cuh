@@ -104,7 +104,9 @@ template <typename T, int VEC, int ITERS, bool kDb, bool kCenter, int kCtas, boo
 __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const int tpr,
                                                    const int rows_per_cta,
                                                    const int64_t chunk_rows) {
-  static_assert(sizeof(T) * VEC == 16, "staged rows move 16-byte vectors");
+  static_assert(sizeof(T) * VEC == 16 || sizeof(T) * VEC == 8,
+                "staged rows move 16- or 8-byte vectors");
+  constexpr int kVecBytes = sizeof(T) * VEC;
   static_assert(!kPadded || (kCtas == 1 && !kFull && !kHeld), "padding is for tested rows");
   constexpr bool kKeep =
       kHeld || (kCtas > 1 && sizeof(T) == 4 && !kFused && (!kDb || (kFull && kCtas == 2)));
@@ -149,16 +151,16 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
       if constexpr (kPadded) {  // every slot copied: zeros past the row's end
         const bool copy = live && in_row(it, col);
         const int64_t at = copy ? base + col : 0;
-        CpAsync16(slot(s, kX) + local, x + at, copy);
-        CpAsync16(slot(s, kDy) + local, dy + at, copy);
+        CpAsync<kVecBytes>(slot(s, kX) + local, x + at, copy);
+        CpAsync<kVecBytes>(slot(s, kDy) + local, dy + at, copy);
         if constexpr (kFused) {
-          if (y != nullptr) CpAsync16(slot(s, kY) + local, y + at, copy);
+          if (y != nullptr) CpAsync<kVecBytes>(slot(s, kY) + local, y + at, copy);
         }
       } else if (in_row(it, col)) {
-        CpAsync16(slot(s, kX) + local, x + base + col, live);
-        CpAsync16(slot(s, kDy) + local, dy + base + col, live);
+        CpAsync<kVecBytes>(slot(s, kX) + local, x + base + col, live);
+        CpAsync<kVecBytes>(slot(s, kDy) + local, dy + base + col, live);
         if constexpr (kFused) {
-          if (y != nullptr) CpAsync16(slot(s, kY) + local, y + base + col, live);
+          if (y != nullptr) CpAsync<kVecBytes>(slot(s, kY) + local, y + base + col, live);
         }
       }
     }

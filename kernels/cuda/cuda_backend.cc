@@ -270,9 +270,10 @@ class CudaBackend final : public Backend {
       plan[i].rows = s.rows;
       plan[i].has_stats = s.rstd != nullptr ? 1 : 0;
     }
-    const bool aligned = row_bytes % 16 == 0;
+    // Every staged tensor starts on a region boundary (Layout): LaunchBackward
+    // finds its buffers aligned, and the width alone picks the vector.
     const int total_chunks =
-        cuda::PlanBackward(batch.dtype, batch.hidden, aligned, plan.data(), num_segments);
+        cuda::PlanBackward(batch.dtype, batch.hidden, /*aligned=*/true, plan.data(), num_segments);
 
     Layout layout;
     const size_t x_at = layout.Add(rows * row_bytes);

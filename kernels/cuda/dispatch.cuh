@@ -1,6 +1,6 @@
 // The one table from a RowLayout (see row_layout.h) to kernel template
 // instances, for forward and backward alike:
-//   vec   in {16 / sizeof(T), 1}
+//   vec   in {16 / sizeof(T), 8 / sizeof(T), 1}
 //   iters in {1, 2, 4, 8} with vec * iters <= MaxElemsPerThread(pass, sizeof(T))
 //         (and 16 / 32 for 16-bit forward rows of vec 1: HeldScalarForwardRow),
 //         or 0 for the streaming kernel, or 5 / 6 / 8 for the held fp32
@@ -65,6 +65,7 @@ template <Pass kPass, typename T, typename Launch>
 cudaError_t DispatchRowLayout(const RowLayout& layout, Launch&& launch) {
   constexpr int kWide = static_cast<int>(16 / sizeof(T));
   if (layout.vec == kWide) return DispatchIters<kPass, T, kWide>(layout.iters, launch);
+  if (layout.vec == kWide / 2) return DispatchIters<kPass, T, kWide / 2>(layout.iters, launch);
   if (layout.vec == 1) return DispatchIters<kPass, T, 1>(layout.iters, launch);
   return cudaErrorInvalidConfiguration;
 }

@@ -632,8 +632,13 @@ __global__ void __launch_bounds__(kMaxThreads) ForwardStreamKernel(const Forward
   // us, 2048 x 20001 122.8 -> 108.5, LayerNorm 16384 x 4097 276.5 -> 247.3;
   // fp32 LayerNorm 8192 x 8191 232.1 -> 218.4. Rows of 16-byte vectors, whose
   // loads keep enough in flight, measured slower with it (bf16 RMSNorm 1024 x
-  // 65536 146.8 -> 162.8, fp32 2048 x 30000 260.3 -> 292.8).
-  if (VEC == 1 && t == 0) {
+  // 65536 146.8 -> 162.8, fp32 2048 x 30000 260.3 -> 292.8). Rows of half
+  // vectors too where they have no y (gpu-2026-11-28-round43.md, call 3):
+  // fp32 RMSNorm 4096 x 12002 186.5 -> 166.4, LayerNorm 196.8 -> 172.9, 2048 x
+  // 16382 148.3 -> 140.9, 166.9 -> 149.9; bf16 2048 x 20004 79.8 -> 74.3,
+  // 86.9 -> 80.3; but add + RMSNorm slower (fp32 4096 x 12002 410.9 -> 455.8,
+  // bf16 2048 x 20004 173.6 -> 186.3).
+  if (VEC * sizeof(T) < 16 && (VEC == 1 || a.y == nullptr) && t == 0) {
     PrefetchToL2(x, a.hidden * static_cast<int64_t>(sizeof(T)));
     if (a.y != nullptr) PrefetchToL2(y, a.hidden * static_cast<int64_t>(sizeof(T)));
   }

@@ -560,8 +560,7 @@ inline bool SpreadsOnce(const ForwardArgs& a, const RowLayout& layout, int max_c
 template <typename T>
 cudaError_t LaunchForwardTyped(const ForwardArgs& a, cudaStream_t stream) {
   if (a.rows == 0) return cudaSuccess;
-  const bool aligned =
-      VectorAligned(a.dtype, a.hidden, {a.x, a.y, a.weight, a.bias, a.out, a.residual_out});
+  const bool aligned = VectorAligned({a.x, a.y, a.weight, a.bias, a.out, a.residual_out});
   RowLayout layout = ChooseRowLayout(Pass::kForward, a.dtype, a.hidden, aligned);
   // Latency-bound launches spread their rows over more threads where that
   // keeps their bits (SpreadLayout), as far as a 512-thread block's worth of

@@ -22,8 +22,7 @@ NormScalars MakeNormScalars(const NormConfig& config, int64_t hidden) {
   return scalars;
 }
 
-bool VectorAligned(DType dtype, int64_t hidden, std::initializer_list<const void*> pointers) {
-  if (hidden * static_cast<int64_t>(DTypeSize(dtype)) % 16 != 0) return false;
+bool VectorAligned(std::initializer_list<const void*> pointers) {
   for (const void* pointer : pointers) {
     if (reinterpret_cast<uintptr_t>(pointer) % 16 != 0) return false;
   }

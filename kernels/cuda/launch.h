@@ -161,9 +161,9 @@ size_t BackwardWorkspaceBytes(int64_t hidden, int total_chunks);
 
 cudaError_t LaunchBackward(const BackwardArgs& args, cudaStream_t stream);
 
-// Whether every pointer is 16-byte aligned and rows start on 16-byte
-// boundaries, i.e. whether the vector kernels apply.
-bool VectorAligned(DType dtype, int64_t hidden, std::initializer_list<const void*> pointers);
+// Whether every pointer is 16-byte aligned: then the row width decides the
+// vector (VectorElements, row_layout.h).
+bool VectorAligned(std::initializer_list<const void*> pointers);
 
 }  // namespace normserve::kernels::cuda
 

@@ -88,7 +88,7 @@ constexpr bool HeldIters(Pass pass, int elem_size, int vec, int iters) {
 inline constexpr int64_t kHeldClusterVectors = 8 * kHeldRowThreads;
 
 struct RowLayout {
-  int vec = 1;           // elements per vector access: 16 / sizeof(T), or 1
+  int vec = 1;           // elements per vector access: 16 or 8 bytes' worth, or 1
   int iters = 0;         // vectors per thread and row; 0 = streaming kernel
   int tpr = 1;           // threads per row: a power of two <= 32, or a multiple of 32
   int rows_per_cta = 1;  // row groups per block
@@ -153,8 +153,9 @@ inline int64_t ThreadsFor(int64_t vectors, int preferred) {
 // 0.1-1.6 %) and mostly for the plain launches (-1.4 to +2.5 %), so it was not
 // taken.
 inline constexpr int kTwoVectorF32Threads = 384;
-inline bool TwoVectorBackwardRow(int vec, int64_t vectors) {
-  return vec > 1 && ThreadsFor(vectors, 2) <= (vec == 4 ? kTwoVectorF32Threads : kMaxThreads);
+inline bool TwoVectorBackwardRow(int vec, int elem_size, int64_t vectors) {
+  return vec * elem_size == 16 &&
+         ThreadsFor(vectors, 2) <= (elem_size == 4 ? kTwoVectorF32Threads : kMaxThreads);
 }
 
 // fp32 forward rows of 1024-8192 elements (16-byte vectors) that fewer vectors
@@ -202,12 +203,38 @@ inline bool HeldScalarForwardRow(Pass pass, DType dtype, int vec, int64_t vector
          4 * vectors > 3 * int64_t{iters} * kMaxThreads;
 }
 
+// Elements per vector access of rows of `hidden` elements in buffers that are
+// all 16-byte aligned (`aligned`): a 16-byte vector where the width is a
+// multiple of one, else an 8-byte vector (a half vector: 16-bit widths of
+// 4 mod 8, fp32 widths of 2 mod 4) where it is a multiple of that, else 1.
+// Rows of half vectors take none of the rules below for 16-byte vectors (held,
+// two vectors per thread, fewer forward vectors); backward ones are staged
+// (BackwardStagedKernel copies 8-byte vectors too), forward ones run the
+// generic instances (the lean, held and canonical paths move 16-byte vectors).
+// They had run as rows of single elements (vec 1); measured on the H100
+// (bench/results/gpu-2026-11-28-round43.md, call 3), vec 1 -> half vectors:
+// bf16 4096 x 14500 LayerNorm backward 590.8 -> 174.6 us, add + RMSNorm 699.5
+// -> 229.9, RMSNorm forward 176.2 -> 146.8; 8192 x 2052 RMSNorm backward
+// 166.1 -> 55.9; fp32 8192 x 8190 RMSNorm backward 468.6 -> 344.9, add +
+// RMSNorm forward 555.8 -> 375.4; 2048 x 20002 LayerNorm backward 886.9 ->
+// 276.2. Slower: fp32 8192 x 6002 RMSNorm backward 283.5 -> 309.2, LayerNorm
+// 286.9 -> 348.3 (add + RMSNorm 372.3 -> 346.0).
+inline int VectorElements(DType dtype, int64_t hidden, bool aligned) {
+  const int elem = static_cast<int>(DTypeSize(dtype));
+  const int full_vec = 16 / elem;
+  if (!aligned) return 1;
+  if (hidden % full_vec == 0) return full_vec;
+  return hidden % (full_vec / 2) == 0 ? full_vec / 2 : 1;
+}
+
 inline RowLayout ChooseRowLayout(Pass pass, DType dtype, int64_t hidden, bool aligned) {
   RowLayout layout;
-  const int full_vec = static_cast<int>(16 / DTypeSize(dtype));
-  layout.vec = aligned && hidden % full_vec == 0 ? full_vec : 1;
+  const int elem = static_cast<int>(DTypeSize(dtype));
+  const int full_vec = 16 / elem;
+  layout.vec = VectorElements(dtype, hidden, aligned);
+  const bool wide = layout.vec == full_vec;
   const int64_t vectors = (hidden + layout.vec - 1) / layout.vec;
-  if (pass == Pass::kBackward && layout.vec == 4) {  // fp32: the held layouts (HeldIters)
+  if (pass == Pass::kBackward && wide && elem == 4) {  // fp32: the held layouts (HeldIters)
     if (vectors > 4 * kHeldRowThreads && vectors <= kClusterCtas * kHeldClusterVectors) {
       layout.ctas_per_row = vectors > kHeldClusterVectors ? kClusterCtas : 1;
       layout.tpr = kHeldRowThreads * layout.ctas_per_row;
@@ -243,19 +270,28 @@ inline RowLayout ChooseRowLayout(Pass pass, DType dtype, int64_t hidden, bool al
   //    cluster at 2 vectors per thread measured slower than one block at 4
   //    (8192 x 16384: RMSNorm 312 -> 445 us, LayerNorm 380 -> 474 us,
   //    round7.md).
-  int preferred = pass == Pass::kForward && layout.vec != 8 ? 8 : 4;
-  if (pass == Pass::kForward && layout.vec == 8 && ThreadsFor(vectors, 4) > kMaxThreads) {
+  const bool wide16 = wide && elem == 2;  // 16-bit rows of 16-byte vectors
+  int preferred = pass == Pass::kForward && !wide16 ? 8 : 4;
+  if (pass == Pass::kForward && wide16 && ThreadsFor(vectors, 4) > kMaxThreads) {
     preferred = 8;
   }
-  if (pass == Pass::kForward && layout.vec == 4) {
+  if (pass == Pass::kForward && wide && elem == 4) {
     if (const int fewer = FewerForwardVectors(hidden, vectors)) preferred = fewer;
   }
-  if (pass == Pass::kBackward && TwoVectorBackwardRow(layout.vec, vectors)) preferred = 2;
+  if (pass == Pass::kBackward && TwoVectorBackwardRow(layout.vec, elem, vectors)) preferred = 2;
   int64_t tpr = ThreadsFor(vectors, preferred);
-  const int max_elems = MaxElemsPerThread(pass, static_cast<int>(DTypeSize(dtype)));
+  const int max_elems = MaxElemsPerThread(pass, elem);
   const int iters = ItersFor(vectors, tpr < kMaxThreads ? tpr : kMaxThreads);
-  const bool fits = (iters <= 8 || HeldScalarForwardRow(pass, dtype, layout.vec, vectors, iters)) &&
-                    layout.vec * iters <= max_elems;
+  // Backward rows of half vectors hold at most 4 per thread; longer ones are
+  // split over a cluster. At 8 the kernel spilled (BackwardKernel<bf16, 4, 8>
+  // 84 bytes, <float, 2, 8> 160); measured on the H100 (bench/results/
+  // gpu-2026-11-28-round43.md, call 1), 8 -> 4 per thread: bf16 4096 x 14500
+  // LayerNorm backward 295.2 -> 263.4 us, RMSNorm 245.5 -> 236.3; fp32 8192 x
+  // 8190 LayerNorm 533.4 -> 438.2, RMSNorm 562.5 -> 413.4.
+  const int max_iters = pass == Pass::kBackward && layout.vec > 1 && !wide ? 4 : 8;
+  const bool fits =
+      (iters <= max_iters || HeldScalarForwardRow(pass, dtype, layout.vec, vectors, iters)) &&
+      layout.vec * iters <= max_elems;
   // Backward rows one block cannot hold in registers (16-bit rows of
   // 16385-32768; fp32 rows up to 16384 are held, and took it before they were)
   // are split over a cluster of two blocks, 4 vectors per thread, rather than

@@ -110,6 +110,12 @@ __device__ __forceinline__ void LoadFloatsReadOnly(const T* src, float (&dst)[N]
     static_assert(sizeof(raw) == sizeof(word));
     __builtin_memcpy(&raw, &word, sizeof(word));
     UnpackFloats(raw, dst);
+  } else if constexpr (sizeof(T) * N == 8) {  // half vectors
+    const uint2 word = __ldg(reinterpret_cast<const uint2*>(src));
+    Vec<T, N> raw;
+    static_assert(sizeof(raw) == sizeof(word));
+    __builtin_memcpy(&raw, &word, sizeof(word));
+    UnpackFloats(raw, dst);
   } else {
 #pragma unroll
     for (int i = 0; i < N; ++i) dst[i] = ToFloat(__ldg(src + i));

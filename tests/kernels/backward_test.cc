@@ -167,7 +167,9 @@ TEST_P(ManyRowsBackwardTest, EveryRowAndTheReductionsMatchReference) {
 // 40000: rows split over four blocks (16-bit) or eight (fp32). 14501: rows of
 // no whole 16-byte vector (vec 1) split over a cluster of eight blocks
 // (kScalarClusterElements); 4095 in one block of 512 threads, 8 each, two
-// blocks per SM (kBackwardMinBlocks). 20001 and 40001: the streaming kernels,
+// blocks per SM (kBackwardMinBlocks). 14500: 16-bit rows of half vectors
+// (8 bytes) in one block of 512 threads, 8 each; 20004 over a cluster of four
+// (16-bit), 20002 fp32 ones over eight. 20001 and 40001: the streaming kernels,
 // 20001's RMSNorm dw partials in shared memory, the others' in the workspace
 // (StreamSharedPartialBytes).
 INSTANTIATE_TEST_SUITE_P(
@@ -176,8 +178,9 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(int64_t{4095}, int64_t{4096}, int64_t{4608}, int64_t{5000},
                                          int64_t{5120}, int64_t{6144}, int64_t{6500}, int64_t{7500},
                                          int64_t{8192}, int64_t{10000}, int64_t{14336},
-                                         int64_t{14501}, int64_t{15000}, int64_t{16384},
-                                         int64_t{20000}, int64_t{20001}, int64_t{40000},
+                                         int64_t{14500}, int64_t{14501}, int64_t{15000},
+                                         int64_t{16384}, int64_t{20000}, int64_t{20001},
+                                         int64_t{20002}, int64_t{20004}, int64_t{40000},
                                          int64_t{40001})),
     SuiteParamName);
 

@@ -48,10 +48,14 @@ TEST(RowLayoutTest, EveryLayoutCoversTheRowWithAnInstantiatedKernel) {
           const RowLayout l = ChooseRowLayout(pass, dtype, hidden, aligned);
           SCOPED_TRACE(testing::Message() << "pass " << static_cast<int>(pass) << " elem " << elem
                                           << " aligned " << aligned << " hidden " << hidden);
-          ASSERT_TRUE(l.vec == 1 || l.vec == 16 / elem);
+          ASSERT_TRUE(l.vec == 1 || l.vec == 16 / elem || l.vec == 8 / elem);
           if (l.vec > 1) {
             ASSERT_TRUE(aligned);
             ASSERT_EQ(hidden % l.vec, 0);
+          }
+          // A half vector only where a whole one does not divide the row.
+          if (l.vec == 8 / elem) {
+            ASSERT_NE(hidden % (16 / elem), 0);
           }
           if (l.streaming()) {
             ASSERT_EQ(l.tpr, kMaxThreads);
@@ -78,7 +82,7 @@ TEST(RowLayoutTest, EveryLayoutCoversTheRowWithAnInstantiatedKernel) {
               // thread up to kTwoVectorF32Threads threads, 4 beyond: the
               // backward launcher stages every such plain row
               // (ChooseGeneralStageOne).
-              const bool two = TwoVectorBackwardRow(l.vec, (hidden + l.vec - 1) / l.vec);
+              const bool two = TwoVectorBackwardRow(l.vec, elem, (hidden + l.vec - 1) / l.vec);
               ASSERT_EQ(two, hidden <= 2 * 4 * kTwoVectorF32Threads);
               if (two) {
                 ASSERT_LE(l.iters, 2);
@@ -97,8 +101,8 @@ TEST(RowLayoutTest, EveryLayoutCoversTheRowWithAnInstantiatedKernel) {
             // hold.
             ASSERT_EQ(pass, Pass::kBackward);
             ASSERT_TRUE(l.ctas_per_row == kClusterCtas || l.ctas_per_row == kWideClusterCtas ||
-                        (l.ctas_per_row == kWidestClusterCtas && (elem == 4 || l.vec == 1)));
-            ASSERT_TRUE(l.vec == 16 / elem || hidden > kScalarClusterElements);
+                        (l.ctas_per_row == kWidestClusterCtas && (elem == 4 || l.vec < 8)));
+            ASSERT_TRUE(l.vec > 1 || hidden > kScalarClusterElements);
             if (!held) {
               ASSERT_EQ(l.iters, 4);
             }
@@ -291,6 +295,50 @@ TEST(RowLayoutTest, ScalarRowsHeldOrSplitWhereMeasuredFaster) {
       EXPECT_TRUE(layout(Pass::kBackward, dtype, hidden).streaming()) << hidden;
     }
   }
+}
+
+// Rows in aligned buffers whose width a 16-byte vector does not divide but an
+// 8-byte one does (16-bit widths of 4 mod 8, fp32 of 2 mod 4) take half
+// vectors; others of no whole 16-byte vector, and unaligned buffers, vec 1.
+TEST(RowLayoutTest, HalfVectorsWhereOnlyAnEightByteVectorDividesTheRow) {
+  for (Pass pass : {Pass::kForward, Pass::kBackward}) {
+    for (DType dtype : {DType::kF16, DType::kBF16}) {
+      EXPECT_EQ(ChooseRowLayout(pass, dtype, 14500, true).vec, 4);
+      EXPECT_EQ(ChooseRowLayout(pass, dtype, 4100, true).vec, 4);
+      EXPECT_EQ(ChooseRowLayout(pass, dtype, 4096, true).vec, 8);
+      EXPECT_EQ(ChooseRowLayout(pass, dtype, 4098, true).vec, 1);
+      EXPECT_EQ(ChooseRowLayout(pass, dtype, 14500, false).vec, 1);
+    }
+    EXPECT_EQ(ChooseRowLayout(pass, DType::kF32, 8190, true).vec, 2);
+    EXPECT_EQ(ChooseRowLayout(pass, DType::kF32, 1002, true).vec, 2);
+    EXPECT_EQ(ChooseRowLayout(pass, DType::kF32, 8192, true).vec, 4);
+    EXPECT_EQ(ChooseRowLayout(pass, DType::kF32, 8191, true).vec, 1);
+    EXPECT_EQ(ChooseRowLayout(pass, DType::kF32, 8190, false).vec, 1);
+  }
+  // None of the 16-byte rules: no held fp32 layout, no two-vector backward.
+  const RowLayout half_f32 = ChooseRowLayout(Pass::kBackward, DType::kF32, 8190, true);
+  EXPECT_FALSE(HeldIters(Pass::kBackward, 4, half_f32.vec, half_f32.iters));
+  EXPECT_FALSE(TwoVectorBackwardRow(4, 2, 1000));
+  EXPECT_TRUE(TwoVectorBackwardRow(8, 2, 1000));
+}
+
+TEST(RowLayoutTest, BackwardHalfVectorsHoldAtMostFourPerThread) {
+  // Rows that 8 per thread would fit in one block go to a cluster instead.
+  const RowLayout bf16 = ChooseRowLayout(Pass::kBackward, DType::kBF16, 14500, true);
+  EXPECT_EQ(bf16.vec, 4);
+  EXPECT_EQ(bf16.iters, 4);
+  EXPECT_EQ(bf16.ctas_per_row, 2);
+  const RowLayout f32 = ChooseRowLayout(Pass::kBackward, DType::kF32, 8190, true);
+  EXPECT_EQ(f32.vec, 2);
+  EXPECT_EQ(f32.iters, 4);
+  EXPECT_EQ(f32.ctas_per_row, 2);
+  for (int64_t hidden = 4; hidden <= 65536; hidden += 8) {
+    const RowLayout half = ChooseRowLayout(Pass::kBackward, DType::kF16, hidden, true);
+    ASSERT_EQ(half.vec, 4) << hidden;
+    EXPECT_LE(half.iters, 4) << hidden;
+  }
+  // Forward rows of half vectors keep up to 8.
+  EXPECT_EQ(ChooseRowLayout(Pass::kForward, DType::kBF16, 14500, true).iters, 8);
 }
 
 // SpreadLayout changes only forward layouts that the kernels reduce

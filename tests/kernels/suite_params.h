@@ -19,7 +19,9 @@
 
 namespace normserve::kernels_test {
 
-inline constexpr int64_t kHiddenSizes[] = {1, 7, 127, 1000, 4096, 8191, 10000, 32768, 65536};
+// 1002 and 1004: rows of half vectors (8 bytes: fp32 and 16-bit respectively).
+inline constexpr int64_t kHiddenSizes[] = {1,    7,    127,   1000,  1002, 1004,
+                                           4096, 8191, 10000, 32768, 65536};
 
 inline ::testing::internal::ParamGenerator<kernels::DType> AllDTypes() {
   return ::testing::Values(kernels::DType::kF32, kernels::DType::kF16, kernels::DType::kBF16);
