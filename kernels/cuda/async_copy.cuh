@@ -1,4 +1,4 @@
-// sm_80+ asynchronous global -> shared copies (cp.async), 16 bytes at a time;
+// sm_80+ asynchronous global -> shared copies (cp.async), 4, 8 or 16 bytes at a time;
 // and bulk prefetches into L2 (sm_90).
 // A thread's copies become visible to that thread after CpAsyncWait; a kernel
 // in which every thread reads back only the bytes it copied needs no block

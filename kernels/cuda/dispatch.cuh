@@ -2,7 +2,8 @@
 // instances, for forward and backward alike:
 //   vec   in {16 / sizeof(T), 8 / sizeof(T), 1}
 //   iters in {1, 2, 4, 8} with vec * iters <= MaxElemsPerThread(pass, sizeof(T))
-//         (and 16 / 32 for 16-bit forward rows of vec 1: HeldScalarForwardRow),
+//         (and 16 / 32 for 16-bit forward rows of vec 1: HeldScalarForwardRow;
+//         16 for fp32 forward rows of half vectors),
 //         or 0 for the streaming kernel, or 5 / 6 / 8 for the held fp32
 //         backward rows (HeldIters).
 // `launch` is called as launch(std::integral_constant<int, VEC>{},
@@ -25,7 +26,8 @@ template <Pass kPass, typename T, int VEC, int ITERS, typename Launch>
 cudaError_t LaunchInstance(Launch& launch) {
   if constexpr (ITERS == 0 || HeldIters(kPass, static_cast<int>(sizeof(T)), VEC, ITERS) ||
                 ((ITERS & (ITERS - 1)) == 0 &&
-                 (ITERS <= 8 || (kPass == Pass::kForward && VEC == 1 && sizeof(T) == 2)) &&
+                 (ITERS <= 8 || (kPass == Pass::kForward && VEC == 1 && sizeof(T) == 2) ||
+                  (kPass == Pass::kForward && VEC == 2 && sizeof(T) == 4 && ITERS == 16)) &&
                  VEC * ITERS <= MaxElemsPerThread(kPass, static_cast<int>(sizeof(T))))) {
     return launch(IntConst<VEC>{}, IntConst<ITERS>{});
   } else {

@@ -325,7 +325,7 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocks)
   constexpr bool kStaged = kRow == RowStorage::kStaged;
   static_assert(!kStaged || (std::is_same_v<T, float> && VEC == 4 && !kPreload),
                 "staged rows are plain fp32 rows of 16-byte vectors");
-  static_assert(!kPacked || sizeof(T) * VEC == 16, "packed rows are 16-byte vectors");
+  static_assert(!kPacked || sizeof(T) * VEC >= 8, "packed rows are 16- or 8-byte vectors");
   static_assert(!kPacked || sizeof(T) == 2, "packed rows are 16-bit");
   static_assert(!kOneRow || (kPreload && kFull), "one-row instances are latency-bound, full");
   static_assert(!kSpread || (!kPreload && kCanonical), "see SpreadsOnce");
@@ -333,9 +333,13 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocks)
   // block per SM (early_residual), and by the 16-byte-vector 16-bit instances
   // of up to 32 values per thread that are not latency-bound (see the store
   // below; it took bf16 instances of 4 vectors from 107 to 90 registers, of 8
-  // vectors from 103 to 128 and a spill).
+  // vectors from 103 to 128 and a spill). And 16-bit instances of half
+  // vectors (8 bytes), measured on the H100 together with RawVec's uint2 for
+  // them (bench/results/gpu-2026-11-28-round44.md, call 1): bf16 add + RMSNorm
+  // 8192 x 4100 111.8 -> 96.9 us, 4096 x 14500 211.8 -> 170.9, 2048 x 16380
+  // 115.7 -> 100.5, 16384 x 1004 54.7 -> 50.4.
   constexpr bool kEarlyAlways =
-      !kPreload && sizeof(T) == 2 && sizeof(T) * VEC == 16 && ITERS * VEC <= 32 && !kPacked;
+      !kPreload && sizeof(T) == 2 && sizeof(T) * VEC >= 8 && ITERS * VEC <= 32 && !kPacked;
   const bool early = kEarlyAlways || (kPreload && early_residual);
   // kPreload: [rows_per_cta][weight, bias][hidden] as stored.
   extern __shared__ __align__(16) unsigned char preloaded[];

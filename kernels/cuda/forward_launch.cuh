@@ -312,12 +312,20 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
   constexpr bool kSpreadable = sizeof(T) == 2 && kWide && kIters <= 2;
   if (layout.spread > 0 && !preload && !kSpreadable) return cudaErrorInvalidConfiguration;
   // 16-bit rows of a launch with neither y nor residual_out are held packed
-  // (ForwardRow) at up to 4 vectors per thread: 78 -> 61 registers at 4
+  // (ForwardRow) at up to 32 values per thread: 78 -> 61 registers at 4
   // vectors, so a 512-thread block of 16384-wide rows fits twice per SM
   // (bench/results/gpu-2026-11-23-round6.md: bf16; fp16 rows kept as fp32
   // measured 15-25 % slower in LayerNorm and at 16384). At 8 vectors packing
   // saved no registers (99 -> 107) and measured slower (4096 x 20000).
-  constexpr bool kPackable = sizeof(T) == 2 && kWide && kIters <= 4;
+  // Rows of half vectors (8 bytes) too, up to 8 per thread: held as fp32 they
+  // took 80-90 registers at 8 (RMSNorm, LayerNorm; packed 64), five or four
+  // 160-thread blocks per SM at hidden 4100 (packed six). Measured on the H100
+  // (bench/results/gpu-2026-11-28-round44.md, call 1), as fp32 -> packed:
+  // bf16 RMSNorm 8192 x 4100 77.5 -> 59.8 us, LayerNorm 93.4 -> 63.9, 4096 x
+  // 14500 147.0 -> 99.1 and 181.9 -> 106.2; fp16 RMSNorm 4096 x 14500 159.4 ->
+  // 99.5. Fused rows (y) keep fp32 p, as rows of 16-byte vectors do.
+  constexpr bool kHalf = kVec * sizeof(T) == 8;
+  constexpr bool kPackable = sizeof(T) == 2 && (kWide || kHalf) && kIters * kVec <= 32;
   const bool packed = kPackable && a.y == nullptr && a.residual_out == nullptr;
   // Rows that fill every thread's vectors, with the statistic over the whole
   // row, run an instance without bounds tests (FullRow; for rows of up to 32
@@ -382,7 +390,7 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
   // 16384 x 1536 31.3 -> 29.0, 65536 x 768 55.1 -> 53.0, 32768 x 2560 85.8 ->
   // 84.6, fp16 65536 x 1536 106.3 -> 99.7; H100 16384 x 1536 39.2 -> 38.5,
   // 4096 x 3584 25.5 -> 25.1, the largest launches within 0.5 %.
-  if constexpr (kPackable && kIters == 4) {
+  if constexpr (kPackable && kWide && kIters == 4) {
     if (layout.spread == 0 && !preload && !full && packed &&
         (kCenter || SparseRow(layout, a.hidden))) {
       auto* generic = &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kPacked, false>;
@@ -397,6 +405,10 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
   auto choose = [&](auto full_constant) {
     constexpr bool kFull = decltype(full_constant)::value;
     auto* chosen = &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kFloats, kFull>;
+    if constexpr (kPackable && kHalf) {
+      if (packed)
+        chosen = &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kPacked, kFull>;
+    }
     if constexpr (kWide) {
       if (preload)
         chosen = &ForwardKernel<T, kVec, kIters, true, kCenter, RowStorage::kFloats, kFull>;

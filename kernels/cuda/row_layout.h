@@ -210,7 +210,9 @@ inline bool HeldScalarForwardRow(Pass pass, DType dtype, int vec, int64_t vector
 // Rows of half vectors take none of the rules below for 16-byte vectors (held,
 // two vectors per thread, fewer forward vectors); backward ones are staged
 // (BackwardStagedKernel copies 8-byte vectors too), forward ones run the
-// generic instances (the lean, held and canonical paths move 16-byte vectors).
+// generic instances (the lean, held and canonical paths move 16-byte
+// vectors), 16-bit ones packed where the launch has no y (forward_launch.cuh)
+// and at 4 per thread, fp32 ones up to 16 per thread (below).
 // They had run as rows of single elements (vec 1); measured on the H100
 // (bench/results/gpu-2026-11-28-round43.md, call 3), vec 1 -> half vectors:
 // bf16 4096 x 14500 LayerNorm backward 590.8 -> 174.6 us, add + RMSNorm 699.5
@@ -249,7 +251,7 @@ inline RowLayout ChooseRowLayout(Pass pass, DType dtype, int64_t hidden, bool al
   // Measured on the H100 (bench/results/gpu-*.md): 16-bit rows with 4 vectors
   // of 8 per thread in forward beat 8 vectors. fp32 forward rows take 8, but
   // for the rows of 1024-8192 elements that fewer fill (FewerForwardVectors).
-  // Two exceptions, measured on the H100:
+  // Three exceptions, measured on the H100:
   //  - forward, 16-bit rows (vec 8): a row that 4 vectors per thread would
   //    spread over more than a kMaxThreads block (hidden > 16384) takes 8
   //    vectors per thread instead.
@@ -270,15 +272,41 @@ inline RowLayout ChooseRowLayout(Pass pass, DType dtype, int64_t hidden, bool al
   //    cluster at 2 vectors per thread measured slower than one block at 4
   //    (8192 x 16384: RMSNorm 312 -> 445 us, LayerNorm 380 -> 474 us,
   //    round7.md).
-  const bool wide16 = wide && elem == 2;  // 16-bit rows of 16-byte vectors
-  int preferred = pass == Pass::kForward && !wide16 ? 8 : 4;
-  if (pass == Pass::kForward && wide16 && ThreadsFor(vectors, 4) > kMaxThreads) {
+  //  - forward, 16-bit rows of half vectors take 4 per thread as rows of
+  //    16-byte vectors do (8 where 4 spread over more than kMaxThreads).
+  //    Measured on the H100 against 8 (bench/results/gpu-2026-11-28-
+  //    round44.md, call 1), packed: bf16 RMSNorm 8192 x 4100 59.8 -> 54.6 us,
+  //    8192 x 2052 35.7 -> 31.2, 4096 x 6004 44.6 -> 40.5, LayerNorm 8192 x
+  //    2052 38.8 -> 35.8; add + RMSNorm 8192 x 4100 111.8 -> 98.1. fp16
+  //    LayerNorm slower (8192 x 4100 62.7 -> 65.5, call 2: 62.8 -> 65.6 with
+  //    the fused changes, 4096 x 6004 46.3 -> 47.2), fp16 RMSNorm faster
+  //    (8192 x 4100 60.1 -> 55.4, 8192 x 2052 35.6 -> 31.7), so both take it.
+  const bool vectors16 = layout.vec > 1 && elem == 2;  // 16-bit rows of 16- or 8-byte vectors
+  int preferred = pass == Pass::kForward && !vectors16 ? 8 : 4;
+  if (pass == Pass::kForward && vectors16 && ThreadsFor(vectors, 4) > kMaxThreads) {
     preferred = 8;
   }
   if (pass == Pass::kForward && wide && elem == 4) {
     if (const int fewer = FewerForwardVectors(hidden, vectors)) preferred = fewer;
   }
   if (pass == Pass::kBackward && TwoVectorBackwardRow(layout.vec, elem, vectors)) preferred = 2;
+  // fp32 forward rows of half vectors longer than 8 per thread of a block
+  // (hidden 8194-16382) hold up to 16 (32 values, as rows of 16-byte vectors
+  // hold 8) rather than stream. Measured on the H100 against streaming
+  // (bench/results/gpu-2026-11-28-round44.md, call 1; call 5 the same within
+  // 1 %): RMSNorm 4096 x 12002 166.4 -> 150.6 us, 2048 x 16382 141.2 ->
+  // 104.8, 8192 x 10002 251.2 -> 226.1; add + RMSNorm 412.7 -> 291.1, 295.0 ->
+  // 202.2, 659.8 -> 476.2; LayerNorm 2048 x 16382 150.2 -> 123.0, 8192 x 10002
+  // 256.8 -> 237.4, but 4096 x 12002 173.0 -> 176.6 (94-96 registers: one
+  // 384-thread block per SM). Bounded to 64 registers (two blocks) every cell
+  // was slower by a third (call 5: RMSNorm 4096 x 12002 207.5 us). 16-bit
+  // rows of half vectors at 16 per thread (hidden 16388-32764; call 2):
+  // fused rows faster (bf16 add + RMSNorm 2048 x 20004 174.7 -> 139.7), plain
+  // ones slower (RMSNorm 74.2 -> 88.3, LayerNorm 80.0 -> 101.7), 1024 x 32764
+  // all faster (80.5 -> 66.8, 88.8 -> 83.9); not taken: a row's layout may not
+  // depend on whether its launch has y. They stream.
+  const bool half_f32_forward = pass == Pass::kForward && elem == 4 && layout.vec > 1 && !wide;
+  if (half_f32_forward && ThreadsFor(vectors, preferred) > kMaxThreads) preferred = 16;
   int64_t tpr = ThreadsFor(vectors, preferred);
   const int max_elems = MaxElemsPerThread(pass, elem);
   const int iters = ItersFor(vectors, tpr < kMaxThreads ? tpr : kMaxThreads);
@@ -288,7 +316,9 @@ inline RowLayout ChooseRowLayout(Pass pass, DType dtype, int64_t hidden, bool al
   // gpu-2026-11-28-round43.md, call 1), 8 -> 4 per thread: bf16 4096 x 14500
   // LayerNorm backward 295.2 -> 263.4 us, RMSNorm 245.5 -> 236.3; fp32 8192 x
   // 8190 LayerNorm 533.4 -> 438.2, RMSNorm 562.5 -> 413.4.
-  const int max_iters = pass == Pass::kBackward && layout.vec > 1 && !wide ? 4 : 8;
+  const int max_iters = pass == Pass::kBackward && layout.vec > 1 && !wide ? 4
+                        : half_f32_forward                                 ? 16
+                                                                           : 8;
   const bool fits =
       (iters <= max_iters || HeldScalarForwardRow(pass, dtype, layout.vec, vectors, iters)) &&
       layout.vec * iters <= max_elems;

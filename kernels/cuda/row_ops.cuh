@@ -79,10 +79,16 @@ __device__ __forceinline__ void LoadFloats(const T* src, float (&dst)[N]) {
 }
 
 // A vector as loaded and held before conversion: one 16-byte word where the
-// vector is 16 bytes, so that a select between it and zeros works on whole
-// 32-bit registers (a Vec of 16-bit elements was selected half by half).
+// vector is 16 bytes, and one 8-byte word where it is 8 (half vectors), so
+// that a select between it and zeros works on whole 32-bit registers (a Vec
+// of 16-bit elements was selected half by half). The 8-byte word measured on
+// the H100 (bench/results/gpu-2026-11-28-round44.md, call 1), the staged
+// backward's residual gradient: bf16 add + RMSNorm backward 8192 x 4100
+// 220.0 -> 191.5 us, 4096 x 6004 138.6 -> 109.9, 16384 x 1004 82.7 -> 66.6
+// (fp32 rows unchanged, call 2: 8192 x 8190 410.1 -> 410.7).
 template <typename T, int N>
-using RawVec = std::conditional_t<sizeof(T) * N == 16, uint4, Vec<T, N>>;
+using RawVec = std::conditional_t<sizeof(T) * N == 16, uint4,
+                                  std::conditional_t<sizeof(T) * N == 8, uint2, Vec<T, N>>>;
 
 // The vector at src when `valid`, zeros otherwise.
 template <typename T, int N>

@@ -166,8 +166,9 @@ class ManyRowsTest : public BackendTest<DType, int64_t> {
 // (384 threads, bounds-tested) and 15000 (480 threads) take LeanRowKernel's
 // kFull = false instance, 16-bit rows of 15360 its full one over 480 threads.
 // 16-bit rows of 14500 run half vectors (8 bytes), 8 per thread over 480
-// threads; rows of 14501 (no whole vector: vec 1) are held 32 values per thread
-// over 512 threads.
+// threads, held packed where there is no y; rows of 14501 (no whole vector:
+// vec 1) are held 32 values per thread over 512 threads. fp32 rows of 12002:
+// half vectors, 16 per thread over 384 threads.
 class ManyRowsForwardTest : public ManyRowsTest {};
 
 TEST_P(ManyRowsForwardTest, EveryRowMatchesReference) {
@@ -179,9 +180,9 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(::testing::ValuesIn(BackendNames()), AllDTypes(),
                        ::testing::Values(int64_t{512}, int64_t{3072}, int64_t{5120}, int64_t{6144},
                                          int64_t{7168}, int64_t{10000}, int64_t{12000},
-                                         int64_t{12288}, int64_t{14336}, int64_t{14500},
-                                         int64_t{14501}, int64_t{15000}, int64_t{15360},
-                                         int64_t{16384}, int64_t{20000})),
+                                         int64_t{12002}, int64_t{12288}, int64_t{14336},
+                                         int64_t{14500}, int64_t{14501}, int64_t{15000},
+                                         int64_t{15360}, int64_t{16384}, int64_t{20000})),
     SuiteParamName);
 
 // Short rows in launches of so many rows that the CUDA forward is not

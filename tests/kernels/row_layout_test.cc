@@ -74,8 +74,10 @@ TEST(RowLayoutTest, EveryLayoutCoversTheRowWithAnInstantiatedKernel) {
             ASSERT_LT(int64_t{l.tpr} * (l.iters - 1) * l.vec, hidden);
           } else {
             const bool scalar_held = HeldScalarForwardRow(pass, dtype, l.vec, hidden, l.iters);
+            const bool half_f32_forward = pass == Pass::kForward && elem == 4 && l.vec == 2;
             ASSERT_TRUE(l.iters == 1 || l.iters == 2 || l.iters == 4 || l.iters == 8 ||
-                        (scalar_held && (l.iters == 16 || l.iters == 32)));
+                        (scalar_held && (l.iters == 16 || l.iters == 32)) ||
+                        (half_f32_forward && l.iters == 16));
             ASSERT_LE(l.vec * l.iters, MaxElemsPerThread(pass, elem));
             if (pass == Pass::kBackward && elem == 4 && l.vec == 4 && l.ctas_per_row == 1) {
               // fp32 rows of one block that are not held take 2 vectors per
@@ -337,8 +339,16 @@ TEST(RowLayoutTest, BackwardHalfVectorsHoldAtMostFourPerThread) {
     ASSERT_EQ(half.vec, 4) << hidden;
     EXPECT_LE(half.iters, 4) << hidden;
   }
-  // Forward rows of half vectors keep up to 8.
+  // Forward rows of half vectors keep up to 8, fp32 ones up to 16.
   EXPECT_EQ(ChooseRowLayout(Pass::kForward, DType::kBF16, 14500, true).iters, 8);
+  EXPECT_TRUE(ChooseRowLayout(Pass::kForward, DType::kBF16, 20004, true).streaming());
+  EXPECT_EQ(ChooseRowLayout(Pass::kForward, DType::kF32, 8190, true).iters, 8);
+  const RowLayout f32_long = ChooseRowLayout(Pass::kForward, DType::kF32, 12002, true);
+  EXPECT_EQ(f32_long.vec, 2);
+  EXPECT_EQ(f32_long.iters, 16);
+  EXPECT_EQ(f32_long.tpr, 384);
+  EXPECT_EQ(ChooseRowLayout(Pass::kForward, DType::kF32, 16382, true).iters, 16);
+  EXPECT_TRUE(ChooseRowLayout(Pass::kForward, DType::kF32, 16386, true).streaming());
 }
 
 // SpreadLayout changes only forward layouts that the kernels reduce
