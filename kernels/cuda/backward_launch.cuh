@@ -64,11 +64,22 @@ StageOne ChooseGeneralStageOne(const RowLayout& layout, int64_t hidden, bool pla
   // only for 16-bit rows on a GPU of high bandwidth per SM. Larger blocks, 4
   // vectors, and launches with y otherwise, measured slower padded
   // (bench/results/gpu-2026-11-27-round38.md).
-  constexpr bool kMayPad = ITERS <= 2;
+  // And every row of half vectors in one block (at most 4 per thread), plain
+  // or fused: measured on the H100 against unpadded (gpu-2026-11-28-
+  // round44.md, call 6), add + RMSNorm backward bf16 8192 x 4100 191.9 ->
+  // 131.8 us, 8192 x 2052 98.0 -> 70.5, 4096 x 6004 109.4 -> 84.8, fp16 8192 x
+  // 4100 197.6 -> 133.7, fp32 4096 x 4090 118.7 -> 109.8; plain fp32
+  // LayerNorm 16384 x 1002 93.0 -> 79.5, 8192 x 2050 97.8 -> 83.6, bf16 and
+  // fp16 RMSNorm 8192 x 4100 99.7 -> 97.8, 100.7 -> 98.2. Slower: fp32
+  // RMSNorm 4096 x 4090 (512 threads) 83.6 -> 86.3 (fp32 8192 x 2050 81.0 ->
+  // 81.3; LayerNorm 4096 x 4090 88.7 -> 87.1). Padding fused launches alone
+  // left the plain ones' gains.
+  constexpr bool kHalfVectors = VEC * sizeof(T) == 8 && ITERS <= 4;
+  constexpr bool kMayPad = ITERS <= 2 || kHalfVectors;
   const bool with_y = tensors > 2;
   const bool padded = kMayPad && !full && layout.ctas_per_row == 1 &&
-                      layout.threads() <= kTargetThreads &&
-                      (!with_y || (sizeof(T) == 2 && HighDramBandwidthPerSm()));
+                      (kHalfVectors || (layout.threads() <= kTargetThreads &&
+                                        (!with_y || (sizeof(T) == 2 && HighDramBandwidthPerSm()))));
   auto staged_bytes = [&](auto ctas, int staged_tensors, bool weight_row = true) {
     constexpr int kCtas = decltype(ctas)::value;
     return StagedSharedBytes(
