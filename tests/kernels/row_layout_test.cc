@@ -339,8 +339,15 @@ TEST(RowLayoutTest, BackwardHalfVectorsHoldAtMostFourPerThread) {
     ASSERT_EQ(half.vec, 4) << hidden;
     EXPECT_LE(half.iters, 4) << hidden;
   }
-  // Forward rows of half vectors keep up to 8, fp32 ones up to 16.
+  // Forward rows of half vectors keep up to 8, fp32 ones up to 16; 16-bit ones
+  // take 4 where 4 fit a block, as rows of 16-byte vectors do.
   EXPECT_EQ(ChooseRowLayout(Pass::kForward, DType::kBF16, 14500, true).iters, 8);
+  for (DType dtype : {DType::kF16, DType::kBF16}) {
+    const RowLayout l = ChooseRowLayout(Pass::kForward, dtype, 4100, true);
+    EXPECT_EQ(l.vec, 4);
+    EXPECT_EQ(l.iters, 4);
+    EXPECT_EQ(l.tpr, 288);
+  }
   EXPECT_TRUE(ChooseRowLayout(Pass::kForward, DType::kBF16, 20004, true).streaming());
   EXPECT_EQ(ChooseRowLayout(Pass::kForward, DType::kF32, 8190, true).iters, 8);
   const RowLayout f32_long = ChooseRowLayout(Pass::kForward, DType::kF32, 12002, true);
