@@ -19,6 +19,7 @@
 #include "dependent_launch.cuh"
 #include "forward_kernels.cuh"
 #include "launch.h"
+#include "realigned.cuh"
 #include "row_layout.h"
 #include "row_ops.cuh"
 
@@ -61,19 +62,25 @@ struct RawRow {
 };
 
 // Loads one row's x and dy (zeros past the row's end or for a dead row).
-template <typename T, int VEC, int ITERS>
+// kRealigned: RowLayout::realigned (realigned.cuh).
+template <bool kRealigned, typename T, int VEC, int ITERS>
 __device__ __forceinline__ void LoadRawRow(const BackwardArgs& a, int64_t row, bool live, int tpr,
                                            int t, RawRow<T, VEC, ITERS>& raw) {
   const int d = static_cast<int>(a.hidden);
-  const int64_t base = row * a.hidden;
+  const T* x = static_cast<const T*>(a.x) + row * a.hidden;
+  const T* dy = static_cast<const T*>(a.grad_out) + row * a.hidden;
 #pragma unroll
   for (int it = 0; it < ITERS; ++it) {
     const int col = (it * tpr + t) * VEC;
     raw.x[it] = raw.dy[it] = Vec<T, VEC>{};
     if (live && col < d) {
-      raw.x[it] = *reinterpret_cast<const Vec<T, VEC>*>(static_cast<const T*>(a.x) + base + col);
-      raw.dy[it] =
-          *reinterpret_cast<const Vec<T, VEC>*>(static_cast<const T*>(a.grad_out) + base + col);
+      if constexpr (kRealigned) {
+        raw.x[it] = LoadRealignedVec<T, VEC>(x, col, d);
+        raw.dy[it] = LoadRealignedVec<T, VEC>(dy, col, d);
+      } else {
+        raw.x[it] = *reinterpret_cast<const Vec<T, VEC>*>(x + col);
+        raw.dy[it] = *reinterpret_cast<const Vec<T, VEC>*>(dy + col);
+      }
     }
   }
 }
@@ -209,7 +216,9 @@ __device__ __forceinline__ void PlainDxOf(const float (&r)[VEC], const float (&d
 // column owned by one thread; null when the launch wants neither).
 // y and grad_residual_out, where the launch has none, add a loaded 0.
 // kCenter: LayerNorm. kCtas > 1: the row is split over a cluster's blocks.
-template <bool kCenter, int kCtas, typename T, int VEC, int ITERS>
+// kRealigned: RowLayout::realigned, whose last vector may lie partly past the
+// row's end (its elements there load as zeros and are not stored).
+template <bool kCenter, int kCtas, bool kRealigned, typename T, int VEC, int ITERS>
 __device__ __forceinline__ void BackwardRow(const BackwardArgs& a, int64_t row, bool live,
                                             bool has_stats, int tpr, int t,
                                             ClusterScratch<kCtas>& scratch,
@@ -217,13 +226,31 @@ __device__ __forceinline__ void BackwardRow(const BackwardArgs& a, int64_t row, 
                                             float* db) {
   const int d = static_cast<int>(a.hidden);
   const int k = static_cast<int>(a.norm.stat_len);
+  auto scaled_weight = [&](int col, float(&sw)[VEC]) {
+    if constexpr (kRealigned) {
+      if (a.weight != nullptr) {
+        LoadRealignedFloats(static_cast<const T*>(a.weight), col, d, sw);
+#pragma unroll
+        for (int i = 0; i < VEC; ++i) sw[i] *= a.norm.scale;
+      } else {
+#pragma unroll
+        for (int i = 0; i < VEC; ++i) sw[i] = a.norm.scale;
+      }
+    } else {
+      LoadScaledWeight<T>(a, col, sw);
+    }
+  };
   float p[ITERS][VEC];  // p = x + y, then r
 #pragma unroll
   for (int it = 0; it < ITERS; ++it) {
     const int col = (it * tpr + t) * VEC;
     float yv[VEC] = {};
     if (a.y != nullptr && live && col < d) {
-      LoadFloats(static_cast<const T*>(a.y) + row * a.hidden + col, yv);
+      if constexpr (kRealigned) {
+        LoadRealignedFloats(static_cast<const T*>(a.y) + row * a.hidden, col, d, yv);
+      } else {
+        LoadFloats(static_cast<const T*>(a.y) + row * a.hidden + col, yv);
+      }
     }
     UnpackFloats(raw.x[it], p[it]);
 #pragma unroll
@@ -243,7 +270,7 @@ __device__ __forceinline__ void BackwardRow(const BackwardArgs& a, int64_t row, 
   for (int it = 0; it < ITERS; ++it) {
     const int col = (it * tpr + t) * VEC;
     float sw[VEC], dy[VEC], dr[VEC];
-    LoadScaledWeight<T>(a, col < d ? col : 0, sw);
+    scaled_weight(col < d ? col : 0, sw);
     UnpackFloats(raw.dy[it], dy);
 #pragma unroll
     for (int i = 0; i < VEC; ++i) {
@@ -260,14 +287,22 @@ __device__ __forceinline__ void BackwardRow(const BackwardArgs& a, int64_t row, 
     if (!live || col >= d) continue;
     float g[VEC] = {}, sw[VEC], dr[VEC], dx[VEC], dyr[VEC];
     if (a.grad_residual_out != nullptr) {
-      LoadFloatsEither<T>(a.grad_residual_out, row * a.hidden + col, gres_f32, g);
+      if constexpr (kRealigned) {
+        LoadRealignedEither<T>(a.grad_residual_out, row * a.hidden, col, d, gres_f32, g);
+      } else {
+        LoadFloatsEither<T>(a.grad_residual_out, row * a.hidden + col, gres_f32, g);
+      }
     }
-    LoadScaledWeight<T>(a, col, sw);
+    scaled_weight(col, sw);
     UnpackFloats(raw.dy[it], dyr);
 #pragma unroll
     for (int i = 0; i < VEC; ++i) dr[i] = __fmul_rn(dyr[i], sw[i]);
     DxOf(p[it], dr, g, col, k, rstd, dq, dx);
-    StoreFloats(static_cast<T*>(a.grad_in) + row * a.hidden + col, dx);
+    if constexpr (kRealigned) {
+      StoreRealignedFloats(static_cast<T*>(a.grad_in) + row * a.hidden, col, d, dx);
+    } else {
+      StoreFloats(static_cast<T*>(a.grad_in) + row * a.hidden + col, dx);
+    }
     const int acc_col = LocalColumn<VEC, kCtas>(it, tpr, t);
     if (dw != nullptr) {
       float acc[VEC];
@@ -287,15 +322,16 @@ __device__ __forceinline__ void BackwardRow(const BackwardArgs& a, int64_t row, 
 }
 
 // Writes the block's fp32 partial for its chunk: the row groups' rows of
-// `acc` ([rows_per_cta][hidden]) added in group order.
+// `acc` ([rows_per_cta][acc_len], acc_len >= hidden) added in group order.
 __device__ __forceinline__ void WritePartial(const BackwardArgs& a, int chunk, int total_chunks,
-                                             int rows_per_cta, const float* acc, int which) {
+                                             int rows_per_cta, const float* acc, int acc_len,
+                                             int which) {
   const int d = static_cast<int>(a.hidden);
   float* out = static_cast<float*>(a.workspace) +
                (static_cast<int64_t>(which) * total_chunks + chunk) * a.hidden;
   for (int col = threadIdx.x; col < d; col += blockDim.x) {
     float sum = 0.0f;
-    for (int g = 0; g < rows_per_cta; ++g) sum += acc[g * d + col];
+    for (int g = 0; g < rows_per_cta; ++g) sum += acc[g * acc_len + col];
     out[col] = sum;
   }
 }
@@ -319,20 +355,21 @@ __device__ __forceinline__ void WriteBlockColumnsPartial(const BackwardArgs& a, 
 
 // A row group's walk over its chunk's tiles (its row of each), the next row's
 // x / dy prefetched while the current one is reduced.
-template <bool kCenter, int kCtas, typename T, int VEC, int ITERS>
+template <bool kCenter, int kCtas, bool kRealigned, typename T, int VEC, int ITERS>
 __device__ __forceinline__ void BackwardRows(const BackwardArgs& a, const ChunkRows& c, int group,
                                              int tpr, int t, ClusterScratch<kCtas>& scratch,
                                              float* dw, float* db) {
   // Every group runs the same number of steps (GroupSum synchronizes the block).
   RawRow<T, VEC, ITERS> raw;
   int64_t row = c.first + group;
-  LoadRawRow(a, row, row < c.end, tpr, t, raw);
+  LoadRawRow<kRealigned>(a, row, row < c.end, tpr, t, raw);
   for (int64_t tile = c.first; tile < c.end; tile += c.stride) {
     const int64_t next = row + c.stride;
     const RawRow<T, VEC, ITERS> cur = raw;
     // Prefetch the next row while this one is reduced.
-    LoadRawRow(a, next, next < c.end, tpr, t, raw);
-    BackwardRow<kCenter, kCtas>(a, row, row < c.end, c.has_stats, tpr, t, scratch, cur, dw, db);
+    LoadRawRow<kRealigned>(a, next, next < c.end, tpr, t, raw);
+    BackwardRow<kCenter, kCtas, kRealigned>(a, row, row < c.end, c.has_stats, tpr, t, scratch, cur,
+                                            dw, db);
     row = next;
   }
 }
@@ -358,8 +395,9 @@ inline constexpr int kBackwardMinBlocks = VEC == 1 && ITERS >= 4 && kCtas == 1 ?
 // tiles, accumulating its columns' dw / db in shared memory.
 // kCenter (LayerNorm) is chosen by the launcher. kCtas > 1: one row group per
 // cluster of kCtas blocks (launched as such), each block holding its share of
-// the row (see row_layout.h).
-template <typename T, int VEC, int ITERS, bool kCenter, int kCtas = 1>
+// the row (see row_layout.h). kRealigned: RowLayout::realigned (one block per
+// row), whose dw / db rows are padded to whole vectors (RealignedRowLength).
+template <typename T, int VEC, int ITERS, bool kCenter, int kCtas = 1, bool kRealigned = false>
 __global__ void __launch_bounds__(kMaxThreads, kBackwardMinBlocks<VEC, ITERS, kCtas>)
     BackwardKernel(const BackwardArgs a, const int tpr, const int rows_per_cta,
                    const int64_t chunk_rows) {
@@ -370,7 +408,10 @@ __global__ void __launch_bounds__(kMaxThreads, kBackwardMinBlocks<VEC, ITERS, kC
   auto scratch = MakeClusterScratch<kCtas>(scratch_storage, tpr);
   const auto [group, t, rank] = RowThreadOf<kCtas>(tpr);
   const int d = static_cast<int>(a.hidden);
-  const int acc_len = static_cast<int>(LocalRowLength<VEC, ITERS, kCtas>(a.hidden, tpr));
+  static_assert(!kRealigned || kCtas == 1, "realigned rows have one block");
+  const int acc_len =
+      static_cast<int>(kRealigned ? RealignedRowLength(a.hidden, VEC)
+                                  : LocalRowLength<VEC, ITERS, kCtas>(a.hidden, tpr));
   const int chunk = blockIdx.x / kCtas;
   const int total_chunks = gridDim.x / kCtas;
   const ChunkRows c = FindChunk(a, chunk, total_chunks, chunk_rows, rows_per_cta);
@@ -392,7 +433,7 @@ __global__ void __launch_bounds__(kMaxThreads, kBackwardMinBlocks<VEC, ITERS, kC
     }
   }
 
-  BackwardRows<kCenter, kCtas, T, VEC, ITERS>(a, c, group, tpr, t, scratch, dw, db);
+  BackwardRows<kCenter, kCtas, kRealigned, T, VEC, ITERS>(a, c, group, tpr, t, scratch, dw, db);
 
   DrainClusterSums(scratch);
   if (!partials) return;
@@ -401,7 +442,7 @@ __global__ void __launch_bounds__(kMaxThreads, kBackwardMinBlocks<VEC, ITERS, kC
     if ((which == 0 ? a.grad_weight : a.grad_bias) == nullptr) continue;
     const float* rows = acc + which * rows_per_cta * acc_len;
     if constexpr (kCtas == 1) {
-      WritePartial(a, chunk, total_chunks, rows_per_cta, rows, which);
+      WritePartial(a, chunk, total_chunks, rows_per_cta, rows, acc_len, which);
     } else {
       WriteBlockColumnsPartial<VEC, kCtas>(a, chunk, total_chunks, tpr, rank, acc_len, rows, which);
     }

@@ -246,6 +246,16 @@ StageOne ChooseHeldStageOne(const RowLayout& layout, int64_t hidden, bool plain,
 template <typename T, int VEC, int ITERS, bool kCenter>
 StageOne ChooseStageOne(const RowLayout& layout, int64_t hidden, bool plain, bool db, bool full,
                         bool partials, int tensors, bool residual_as_stored, int plan_blocks) {
+  if (layout.realigned) {  // the register kernel, plain or fused
+    StageOne s;
+    if constexpr (sizeof(T) == 2 && VEC * sizeof(T) == 16) {
+      s.kernel = &BackwardKernel<T, VEC, ITERS, kCenter, 1, /*kRealigned=*/true>;
+      s.shared_bytes = partials ? 2 * sizeof(float) * static_cast<size_t>(layout.rows_per_cta) *
+                                      static_cast<size_t>(RealignedRowLength(hidden, VEC))
+                                : 0;
+    }
+    return s;
+  }
   if constexpr (HeldIters(Pass::kBackward, static_cast<int>(sizeof(T)), VEC, ITERS)) {
     return ChooseHeldStageOne<T, ITERS, kCenter>(layout, hidden, plain, db, full, tensors);
   } else {

@@ -353,7 +353,7 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
     }
     __syncthreads();
     if constexpr (kCtas == 1) {
-      WritePartial(a, chunk, total_chunks, rows_per_cta, acc, which);
+      WritePartial(a, chunk, total_chunks, rows_per_cta, acc, len, which);
     } else {
       WriteBlockColumnsPartial<VEC, kCtas>(a, chunk, total_chunks, tpr, rank, len, acc, which);
     }

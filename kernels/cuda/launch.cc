@@ -90,10 +90,10 @@ int ResidentBlocksPerSm(const void* kernel, int threads) {
 int MaxBackwardChunks(DType dtype, int64_t hidden, const RowLayout& layout) {
   // Cached: the occupancy query looks up the kernel's attributes.
   static std::mutex mutex;
-  static std::map<std::tuple<int, DType, int64_t, int>, int> cache;
+  static std::map<std::tuple<int, DType, int64_t, int, bool>, int> cache;
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess) return MaxChunksPerSegment();
-  const auto key = std::make_tuple(device, dtype, hidden, layout.vec);
+  const auto key = std::make_tuple(device, dtype, hidden, layout.vec, layout.realigned);
   {
     const std::lock_guard<std::mutex> lock(mutex);
     if (const auto it = cache.find(key); it != cache.end()) return it->second;

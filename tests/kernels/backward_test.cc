@@ -165,9 +165,11 @@ TEST_P(ManyRowsBackwardTest, EveryRowAndTheReductionsMatchReference) {
 // instances, with and without bounds tests). 15000 and 16384: 16-bit rows
 // whose fused stages with y leave no room for scale * w in shared memory.
 // 40000: rows split over four blocks (16-bit) or eight (fp32). 14501: rows of
-// no whole 16-byte vector (vec 1) split over a cluster of eight blocks
-// (kScalarClusterElements); 4095 in one block of 512 threads, 8 each, two
-// blocks per SM (kBackwardMinBlocks). 14500: 16-bit rows of half vectors
+// no whole 16-byte vector (vec 1): fp32 ones split over a cluster of eight
+// blocks (kScalarClusterElements), 16-bit ones realigned (RealignedRow: 480
+// threads of 4 vectors); 4095: fp32 rows in one block of 512 threads, 8 each,
+// two blocks per SM (kBackwardMinBlocks), 16-bit ones realigned (256 threads
+// of 2 vectors). 14500: 16-bit rows of half vectors
 // (8 bytes) in one block of 512 threads, 8 each; 20004 over a cluster of four
 // (16-bit), 20002 fp32 ones over eight. 20001 and 40001: the streaming kernels,
 // 20001's RMSNorm dw partials in shared memory, the others' in the workspace

@@ -49,7 +49,15 @@ TEST(RowLayoutTest, EveryLayoutCoversTheRowWithAnInstantiatedKernel) {
           SCOPED_TRACE(testing::Message() << "pass " << static_cast<int>(pass) << " elem " << elem
                                           << " aligned " << aligned << " hidden " << hidden);
           ASSERT_TRUE(l.vec == 1 || l.vec == 16 / elem || l.vec == 8 / elem);
-          if (l.vec > 1) {
+          if (l.realigned) {
+            // 16-bit backward rows of no whole vector, held in one block.
+            ASSERT_EQ(pass, Pass::kBackward);
+            ASSERT_EQ(elem, 2);
+            ASSERT_EQ(l.vec, 8);
+            ASSERT_TRUE(!aligned || hidden % 4 != 0);
+            ASSERT_EQ(l.ctas_per_row, 1);
+            ASSERT_GT(l.iters, 0);
+          } else if (l.vec > 1) {
             ASSERT_TRUE(aligned);
             ASSERT_EQ(hidden % l.vec, 0);
           }
@@ -199,6 +207,51 @@ TEST(RowLayoutTest, MeasuredChoices) {
   EXPECT_TRUE(ChooseRowLayout(Pass::kForward, DType::kBF16, 65536, true).streaming());
 }
 
+// 16-bit backward rows of no whole vector take the layout of the row rounded
+// up to whole vectors, realigned, wherever that is one block (up to 16384
+// elements) of at most kTargetThreads or at least kRealignedOneBlockThreads
+// threads; others keep single elements.
+TEST(RowLayoutTest, SixteenBitBackwardRowsOfNoVectorAreRealignedWhereMeasuredFaster) {
+  using kernels::cuda::kRealignedOneBlockThreads;
+  using kernels::cuda::RealignedRow;
+  for (DType dtype : {DType::kF16, DType::kBF16}) {
+    for (bool aligned : {false, true}) {
+      for (int64_t hidden = 1; hidden <= 20000; ++hidden) {
+        if (aligned && hidden % 4 == 0) continue;  // whole or half vectors
+        const RowLayout l = ChooseRowLayout(Pass::kBackward, dtype, hidden, aligned);
+        const RowLayout rounded =
+            ChooseRowLayout(Pass::kBackward, dtype, (hidden + 7) / 8 * 8, /*aligned=*/true);
+        SCOPED_TRACE(testing::Message() << "aligned " << aligned << " hidden " << hidden);
+        const bool one_block = hidden <= 16384;
+        ASSERT_EQ(rounded.ctas_per_row == 1, one_block);
+        const int threads = rounded.threads();
+        ASSERT_EQ(l.realigned,
+                  one_block && (threads <= kTargetThreads || threads >= kRealignedOneBlockThreads));
+        if (!l.realigned) {
+          ASSERT_EQ(l.vec, 1);
+          continue;
+        }
+        ASSERT_EQ(l.vec, rounded.vec);
+        ASSERT_EQ(l.iters, rounded.iters);
+        ASSERT_EQ(l.tpr, rounded.tpr);
+        ASSERT_EQ(l.rows_per_cta, rounded.rows_per_cta);
+        ASSERT_FALSE(rounded.realigned);
+        ASSERT_TRUE(RealignedRow(dtype, hidden).realigned);
+      }
+    }
+  }
+  // Forward rows and fp32 rows keep their layouts.
+  EXPECT_FALSE(ChooseRowLayout(Pass::kForward, DType::kBF16, 4097, true).realigned);
+  EXPECT_FALSE(ChooseRowLayout(Pass::kBackward, DType::kF32, 4097, true).realigned);
+  // The measured shapes (bench/results/gpu-2026-11-28-round45.md).
+  for (int64_t hidden : {255, 1001, 2047, 4095, 7001, 8191, 14501, 16383}) {
+    EXPECT_TRUE(ChooseRowLayout(Pass::kBackward, DType::kBF16, hidden, true).realigned) << hidden;
+  }
+  for (int64_t hidden : {4097, 5001, 6001, 10001, 12001, 16385}) {
+    EXPECT_FALSE(ChooseRowLayout(Pass::kBackward, DType::kBF16, hidden, true).realigned) << hidden;
+  }
+}
+
 // ForwardKernel's 16-bit instances of 8 vectors per thread assume one row
 // group per block (kOneGroup).
 TEST(RowLayoutTest, SixteenBitForwardRowsOfEightVectorsFillABlock) {
@@ -266,7 +319,8 @@ TEST(RowLayoutTest, SparseRowsLeaveAnEighthOfTheirVectorsPastTheEnd) {
 // kScalarClusterElements): 16-bit forward rows that fill more than three
 // quarters of 16 or 32 values per thread are held, others and fp32 rows past 8
 // values per thread stream; backward rows longer than 12288 are split over a
-// cluster of eight blocks, shorter ones past one block stream.
+// cluster of eight blocks (fp32; 16-bit rows up to 16384 are realigned
+// instead: the test above), shorter ones past one block stream.
 TEST(RowLayoutTest, ScalarRowsHeldOrSplitWhereMeasuredFaster) {
   auto layout = [](Pass pass, DType dtype, int64_t hidden) {
     const RowLayout l = ChooseRowLayout(pass, dtype, hidden, /*aligned=*/false);
@@ -287,21 +341,25 @@ TEST(RowLayoutTest, ScalarRowsHeldOrSplitWhereMeasuredFaster) {
   for (int64_t hidden : {8191, 14500}) {
     EXPECT_TRUE(layout(Pass::kForward, DType::kF32, hidden).streaming()) << hidden;
   }
+  for (int64_t hidden : {12289, 14500, 16384}) {
+    const RowLayout l = layout(Pass::kBackward, DType::kF32, hidden);
+    EXPECT_EQ(l.ctas_per_row, kWidestClusterCtas) << hidden;
+    EXPECT_EQ(l.iters, 4) << hidden;
+  }
+  for (int64_t hidden : {8191, 10001, 12288}) {
+    EXPECT_TRUE(layout(Pass::kBackward, DType::kF32, hidden).streaming()) << hidden;
+  }
+  // 16-bit rows the cluster of eight would hold (up to 16384) are realigned;
+  // longer ones, and fp32 ones past it, stream.
   for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
-    for (int64_t hidden : {12289, 14500, 16384}) {
-      const RowLayout l = layout(Pass::kBackward, dtype, hidden);
-      EXPECT_EQ(l.ctas_per_row, kWidestClusterCtas) << hidden;
-      EXPECT_EQ(l.iters, 4) << hidden;
-    }
-    for (int64_t hidden : {8191, 10001, 12288, 16385}) {
-      EXPECT_TRUE(layout(Pass::kBackward, dtype, hidden).streaming()) << hidden;
-    }
+    EXPECT_TRUE(layout(Pass::kBackward, dtype, 16385).streaming());
   }
 }
 
 // Rows in aligned buffers whose width a 16-byte vector does not divide but an
 // 8-byte one does (16-bit widths of 4 mod 8, fp32 of 2 mod 4) take half
-// vectors; others of no whole 16-byte vector, and unaligned buffers, vec 1.
+// vectors; others of no whole 16-byte vector, and unaligned buffers, vec 1
+// (but realigned 16-bit backward rows).
 TEST(RowLayoutTest, HalfVectorsWhereOnlyAnEightByteVectorDividesTheRow) {
   for (Pass pass : {Pass::kForward, Pass::kBackward}) {
     for (DType dtype : {DType::kF16, DType::kBF16}) {
@@ -309,7 +367,9 @@ TEST(RowLayoutTest, HalfVectorsWhereOnlyAnEightByteVectorDividesTheRow) {
       EXPECT_EQ(ChooseRowLayout(pass, dtype, 4100, true).vec, 4);
       EXPECT_EQ(ChooseRowLayout(pass, dtype, 4096, true).vec, 8);
       EXPECT_EQ(ChooseRowLayout(pass, dtype, 4098, true).vec, 1);
-      EXPECT_EQ(ChooseRowLayout(pass, dtype, 14500, false).vec, 1);
+      // Backward rows realigned (RealignedRow) take vectors of 8 all the same.
+      EXPECT_EQ(ChooseRowLayout(pass, dtype, 4094, true).vec, pass == Pass::kForward ? 1 : 8);
+      EXPECT_EQ(ChooseRowLayout(pass, dtype, 14500, false).vec, pass == Pass::kForward ? 1 : 8);
     }
     EXPECT_EQ(ChooseRowLayout(pass, DType::kF32, 8190, true).vec, 2);
     EXPECT_EQ(ChooseRowLayout(pass, DType::kF32, 1002, true).vec, 2);
@@ -317,6 +377,7 @@ TEST(RowLayoutTest, HalfVectorsWhereOnlyAnEightByteVectorDividesTheRow) {
     EXPECT_EQ(ChooseRowLayout(pass, DType::kF32, 8191, true).vec, 1);
     EXPECT_EQ(ChooseRowLayout(pass, DType::kF32, 8190, false).vec, 1);
   }
+  EXPECT_TRUE(ChooseRowLayout(Pass::kBackward, DType::kBF16, 4094, true).realigned);
   // None of the 16-byte rules: no held fp32 layout, no two-vector backward.
   const RowLayout half_f32 = ChooseRowLayout(Pass::kBackward, DType::kF32, 8190, true);
   EXPECT_FALSE(HeldIters(Pass::kBackward, 4, half_f32.vec, half_f32.iters));
