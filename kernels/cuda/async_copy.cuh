@@ -42,6 +42,14 @@ __device__ __forceinline__ void CpAsync(void* dst, const void* src, bool valid) 
   }
 }
 
+// Copies the first `src_bytes` (0-16) of the 16 bytes at global `src` to
+// shared `dst` and zero-fills the rest; both addresses 16-byte aligned.
+__device__ __forceinline__ void CpAsync16Prefix(void* dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(SharedAddress(dst)),
+               "l"(src), "r"(src_bytes)
+               : "memory");
+}
+
 // CpAsync16 to a shared-memory address (SharedAddress), always copying.
 __device__ __forceinline__ void CpAsync16Shared(unsigned dst, const void* src) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");

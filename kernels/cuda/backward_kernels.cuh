@@ -85,11 +85,16 @@ __device__ __forceinline__ void LoadRawRow(const BackwardArgs& a, int64_t row, b
   }
 }
 
-// sw = scale * w for the VEC columns at col (L1-resident after the first row).
-template <typename T, int VEC>
+// sw = scale * w for the VEC columns at col (L1-resident after the first row);
+// kRealigned: RowLayout::realigned (zeros past the row's end).
+template <typename T, bool kRealigned = false, int VEC>
 __device__ __forceinline__ void LoadScaledWeight(const BackwardArgs& a, int col, float (&sw)[VEC]) {
   if (a.weight != nullptr) {
-    LoadFloats(static_cast<const T*>(a.weight) + col, sw);
+    if constexpr (kRealigned) {
+      LoadRealignedFloats(static_cast<const T*>(a.weight), col, static_cast<int>(a.hidden), sw);
+    } else {
+      LoadFloats(static_cast<const T*>(a.weight) + col, sw);
+    }
 #pragma unroll
     for (int i = 0; i < VEC; ++i) sw[i] *= a.norm.scale;
   } else {
@@ -226,20 +231,6 @@ __device__ __forceinline__ void BackwardRow(const BackwardArgs& a, int64_t row, 
                                             float* db) {
   const int d = static_cast<int>(a.hidden);
   const int k = static_cast<int>(a.norm.stat_len);
-  auto scaled_weight = [&](int col, float(&sw)[VEC]) {
-    if constexpr (kRealigned) {
-      if (a.weight != nullptr) {
-        LoadRealignedFloats(static_cast<const T*>(a.weight), col, d, sw);
-#pragma unroll
-        for (int i = 0; i < VEC; ++i) sw[i] *= a.norm.scale;
-      } else {
-#pragma unroll
-        for (int i = 0; i < VEC; ++i) sw[i] = a.norm.scale;
-      }
-    } else {
-      LoadScaledWeight<T>(a, col, sw);
-    }
-  };
   float p[ITERS][VEC];  // p = x + y, then r
 #pragma unroll
   for (int it = 0; it < ITERS; ++it) {
@@ -270,7 +261,7 @@ __device__ __forceinline__ void BackwardRow(const BackwardArgs& a, int64_t row, 
   for (int it = 0; it < ITERS; ++it) {
     const int col = (it * tpr + t) * VEC;
     float sw[VEC], dy[VEC], dr[VEC];
-    scaled_weight(col < d ? col : 0, sw);
+    LoadScaledWeight<T, kRealigned>(a, col < d ? col : 0, sw);
     UnpackFloats(raw.dy[it], dy);
 #pragma unroll
     for (int i = 0; i < VEC; ++i) {
@@ -293,7 +284,7 @@ __device__ __forceinline__ void BackwardRow(const BackwardArgs& a, int64_t row, 
         LoadFloatsEither<T>(a.grad_residual_out, row * a.hidden + col, gres_f32, g);
       }
     }
-    scaled_weight(col, sw);
+    LoadScaledWeight<T, kRealigned>(a, col, sw);
     UnpackFloats(raw.dy[it], dyr);
 #pragma unroll
     for (int i = 0; i < VEC; ++i) dr[i] = __fmul_rn(dyr[i], sw[i]);

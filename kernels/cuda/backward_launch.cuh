@@ -246,9 +246,33 @@ StageOne ChooseHeldStageOne(const RowLayout& layout, int64_t hidden, bool plain,
 template <typename T, int VEC, int ITERS, bool kCenter>
 StageOne ChooseStageOne(const RowLayout& layout, int64_t hidden, bool plain, bool db, bool full,
                         bool partials, int tensors, bool residual_as_stored, int plan_blocks) {
-  if (layout.realigned) {  // the register kernel, plain or fused
+  if (layout.realigned) {  // staged where its rows fit, else the register kernel
     StageOne s;
     if constexpr (sizeof(T) == 2 && VEC * sizeof(T) == 16) {
+      const int64_t slot = RealignedStagedRowLength(ITERS, layout.tpr, VEC);
+      auto staged_bytes = [&](int staged_tensors) {
+        return StagedSharedBytes(layout.rows_per_cta, slot, sizeof(T), staged_tensors);
+      };
+      auto staged = [&](auto fused) {
+        constexpr bool kFused = decltype(fused)::value;
+        s.shared_bytes = staged_bytes(kFused ? tensors : 2);
+        if constexpr (ITERS == 2) {  // two blocks per SM, as BackwardStagedPairedKernel's rows
+          if (layout.threads() > kTargetThreads && layout.threads() <= kPairedThreads) {
+            s.kernel = db ? &BackwardStagedPairedKernel<T, true, kCenter, false, kFused, true>
+                          : &BackwardStagedPairedKernel<T, false, kCenter, false, kFused, true>;
+            return s;
+          }
+        }
+        s.kernel = db ? &BackwardStagedKernel<T, VEC, ITERS, true, kCenter, 1, false, kFused, true,
+                                              false, /*kRealigned=*/true>
+                      : &BackwardStagedKernel<T, VEC, ITERS, false, kCenter, 1, false, kFused, true,
+                                              false, /*kRealigned=*/true>;
+        return s;
+      };
+      if (plain) return staged(std::false_type{});
+      if (residual_as_stored && StagedBlocksPerSm(staged_bytes(tensors), 1) >= plan_blocks) {
+        return staged(std::true_type{});
+      }
       s.kernel = &BackwardKernel<T, VEC, ITERS, kCenter, 1, /*kRealigned=*/true>;
       s.shared_bytes = partials ? 2 * sizeof(float) * static_cast<size_t>(layout.rows_per_cta) *
                                       static_cast<size_t>(RealignedRowLength(hidden, VEC))

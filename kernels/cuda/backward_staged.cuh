@@ -26,6 +26,7 @@
 #include "async_copy.cuh"
 #include "backward_kernels.cuh"
 #include "cluster_sum.cuh"
+#include "realigned.cuh"
 
 namespace normserve::kernels::cuda {
 
@@ -58,6 +59,11 @@ inline size_t StagedSharedBytes(int rows_per_cta, int64_t row_len, size_t elem_s
 template <int VEC, int ITERS, int kCtas>
 __host__ __device__ inline int64_t StagedRowLength(int64_t hidden, int tpr, bool padded) {
   return padded ? int64_t{ITERS} * tpr * VEC : LocalRowLength<VEC, ITERS, kCtas>(hidden, tpr);
+}
+// A realigned launch's (kRealigned) staged row: the 16-byte words that hold
+// the row wherever it starts, one vector more than the layout's width.
+__host__ __device__ inline int64_t RealignedStagedRowLength(int iters, int tpr, int vec) {
+  return (int64_t{iters} * tpr + 1) * vec;
 }
 // Tensors a launch stages per row: x and dy, and y where it has one.
 __host__ __device__ inline int StagedTensors(const BackwardArgs& a) {
@@ -100,7 +106,8 @@ __host__ __device__ inline int StagedTensors(const BackwardArgs& a) {
 // 8192 x 16384 413.7 -> 410.25, 4096 x 20000 289.2 -> 280.05; LayerNorm 8192
 // x 16384 421.0 -> 415.35.
 template <typename T, int VEC, int ITERS, bool kDb, bool kCenter, int kCtas, bool kFull,
-          bool kFused, bool kWeightRow, bool kHeld = false, bool kPadded = false>
+          bool kFused, bool kWeightRow, bool kHeld = false, bool kPadded = false,
+          bool kRealigned = false>
 __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const int tpr,
                                                    const int rows_per_cta,
                                                    const int64_t chunk_rows) {
@@ -108,6 +115,14 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
                 "staged rows move 16- or 8-byte vectors");
   constexpr int kVecBytes = sizeof(T) * VEC;
   static_assert(!kPadded || (kCtas == 1 && !kFull && !kHeld), "padding is for tested rows");
+  // kRealigned (RowLayout::realigned): each thread copies the aligned 16-byte
+  // words of its vectors' slots of the row's span (RealignedStagedRowLength,
+  // zeros past the row's end) and reads the two around each of its vectors
+  // shifted into place (ShiftedWord): other threads' copies, so a block
+  // barrier follows the copies' wait and precedes the next row's copies.
+  static_assert(!kRealigned || (kCtas == 1 && !kFull && !kHeld && !kPadded && kWeightRow &&
+                                sizeof(T) * VEC == 16),
+                "realigned rows are one block's 16-byte vectors");
   constexpr bool kKeep =
       kHeld || (kCtas > 1 && sizeof(T) == 4 && !kFused && (!kDb || (kFull && kCtas == 2)));
   AllowDependentLaunch();  // ReducePartialsKernel waits for this grid's end itself
@@ -119,7 +134,8 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
   const int group = me.group, t = me.t, rank = me.rank;
   const int d = static_cast<int>(a.hidden);
   const int k = static_cast<int>(a.norm.stat_len);
-  const int len = static_cast<int>(LocalRowLength<VEC, ITERS, kCtas>(a.hidden, tpr));
+  const int len = static_cast<int>(kRealigned ? RealignedRowLength(a.hidden, VEC)
+                                              : LocalRowLength<VEC, ITERS, kCtas>(a.hidden, tpr));
   const int chunk = blockIdx.x / kCtas;
   const int total_chunks = gridDim.x / kCtas;
   const ChunkRows c = FindChunk(a, chunk, total_chunks, chunk_rows, rows_per_cta);
@@ -128,7 +144,9 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
   const T* y = static_cast<const T*>(a.y);
   const T* residual_grad = static_cast<const T*>(a.grad_residual_out);
   const int tensors = kFused ? StagedTensors(a) : 2;
-  const int slot_len = kPadded ? ITERS * tpr * VEC : len;  // StagedRowLength
+  const int slot_len = kRealigned ? static_cast<int>(RealignedStagedRowLength(ITERS, tpr, VEC))
+                       : kPadded  ? ITERS * tpr * VEC
+                                  : len;  // StagedRowLength
   // Whether vector `it` at column col lies inside the row. A held layout
   // (kHeldRowThreads threads a block, ITERS the fewest vectors each that cover
   // the row) has only its last vectors past the row's end.
@@ -140,6 +158,27 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
     return reinterpret_cast<T*>(staged) +
            (static_cast<int64_t>(s * rows_per_cta + group) * tensors + which) * slot_len;
   };
+  // Bytes from the 16-byte boundary at or before `row`'s first element of
+  // `tensor` to it.
+  auto shift_of = [&](const T* tensor, int64_t row) {
+    return static_cast<int>(reinterpret_cast<uintptr_t>(tensor + row * a.hidden) & 15);
+  };
+  // A realigned launch's copy of `row` of `tensor` into its slot: word j of the
+  // span to vector slot j (zeros past the row's end or for a dead row).
+  auto stage_realigned = [&](const T* tensor, int which, int64_t row, bool live, int s) {
+    const int64_t first = (live ? row : 0) * a.hidden;
+    const int shift = shift_of(tensor, live ? row : 0);
+    const char* words = reinterpret_cast<const char*>(tensor + first) - shift;
+    const int span = live ? shift + d * static_cast<int>(sizeof(T)) : 0;
+    auto copy = [&](int j) {
+      const int rest = span - 16 * j;
+      const int bytes = rest < 0 ? 0 : rest > 16 ? 16 : rest;
+      CpAsync16Prefix(slot(s, which) + j * VEC, bytes > 0 ? words + 16 * j : words, bytes);
+    };
+#pragma unroll
+    for (int it = 0; it < ITERS; ++it) copy(it * tpr + t);
+    if (t == 0) copy(ITERS * tpr);
+  };
   // Starts copying `row` into stage s (zeros for a row past the chunk).
   auto stage_row = [&](int64_t row, int s) {
     const bool live = row < c.end;
@@ -148,7 +187,15 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
     for (int it = 0; it < ITERS; ++it) {
       const int col = (it * tpr + t) * VEC;
       const int local = LocalColumn<VEC, kCtas>(it, tpr, t);
-      if constexpr (kPadded) {  // every slot copied: zeros past the row's end
+      if constexpr (kRealigned) {
+        if (it == 0) {
+          stage_realigned(x, kX, row, live, s);
+          stage_realigned(dy, kDy, row, live, s);
+          if constexpr (kFused) {
+            if (y != nullptr) stage_realigned(y, kY, row, live, s);
+          }
+        }
+      } else if constexpr (kPadded) {  // every slot copied: zeros past the row's end
         const bool copy = live && in_row(it, col);
         const int64_t at = copy ? base + col : 0;
         CpAsync<kVecBytes>(slot(s, kX) + local, x + at, copy);
@@ -177,8 +224,18 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
   // Vector `it` of stage s's tensor as fp32 (zeros past the row's end). In a
   // plain launch x is held as stored: p = x + 0 is formed in PlainR, and the
   // statistics' sums do not depend on it (see BackwardRow).
+  int shifts[3] = {};  // kRealigned: shift_of the current row's x, dy and y
   auto load = [&](int s, int which, int it, float(&v)[VEC]) {
     const int col = (it * tpr + t) * VEC;
+    if constexpr (kRealigned) {
+      const T* at = slot(s, which) + col;
+      const uint4 word = ShiftedWord(*reinterpret_cast<const uint4*>(at),
+                                     *reinterpret_cast<const uint4*>(at + VEC), shifts[which]);
+      Vec<T, VEC> raw;
+      __builtin_memcpy(&raw, &word, sizeof(word));
+      UnpackFloats(raw, v);
+      return;
+    }
     if (kPadded || in_row(it, col)) {
       LoadFloats(slot(s, which) + LocalColumn<VEC, kCtas>(it, tpr, t), v);
     } else {
@@ -225,7 +282,7 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
         const int col = (it * tpr + t) * VEC;
         if (col < d) {
           float sw[VEC];
-          LoadScaledWeight<T>(a, col, sw);
+          LoadScaledWeight<T, kRealigned>(a, col, sw);
           scaled_w.Store(LocalColumn<VEC, kCtas>(it, tpr, t), sw);
         }
       }
@@ -242,6 +299,12 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
     stage_row(next, s ^ 1);
     saved_stats(next, next_mean, next_rstd);
     CpAsyncWait<kStagedRows - 1>();  // this row's copies have landed
+    if constexpr (kRealigned) {
+      __syncthreads();  // and every other thread's, which this one reads
+      shifts[kX] = shift_of(x, live ? row : 0);
+      shifts[kDy] = shift_of(dy, live ? row : 0);
+      if (y != nullptr) shifts[kY] = shift_of(y, live ? row : 0);
+    }
     // The row's grad_residual_out, read from global memory into registers
     // now, in flight during the reductions: staged like y, its third tensor
     // took 16-bit rows of 8192 off two blocks per SM (gpu-2026-11-25-round15.md).
@@ -251,8 +314,15 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
 #pragma unroll
       for (int it = 0; it < ITERS; ++it) {
         const int col = (it * tpr + t) * VEC;
-        residual_grad_raw[it] = LoadRawOrZero<T, VEC>(residual_grad + row * a.hidden + col,
-                                                      has_residual_grad && in_row(it, col));
+        if constexpr (kRealigned) {
+          residual_grad_raw[it] = RawVec<T, VEC>{};
+          if (has_residual_grad && in_row(it, col)) {
+            residual_grad_raw[it] = LoadRealigned16(residual_grad + row * a.hidden, col, d);
+          }
+        } else {
+          residual_grad_raw[it] = LoadRawOrZero<T, VEC>(residual_grad + row * a.hidden + col,
+                                                        has_residual_grad && in_row(it, col));
+        }
       }
     }
 
@@ -328,9 +398,14 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
           dw[it][i] += g[i] * r[i];
           if constexpr (kDb) db[it][i] += g[i];
         }
-        StoreFloats(static_cast<T*>(a.grad_in) + row * a.hidden + col, dx);
+        if constexpr (kRealigned) {
+          StoreRealignedFloats(static_cast<T*>(a.grad_in) + row * a.hidden, col, d, dx);
+        } else {
+          StoreFloats(static_cast<T*>(a.grad_in) + row * a.hidden + col, dx);
+        }
       }
     }
+    if constexpr (kRealigned) __syncthreads();  // before the next row's copies overwrite it
     row = next;
   }
   CpAsyncWait<0>();  // the last (empty) stages, before shared memory is reused
@@ -361,12 +436,13 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
 }
 
 template <typename T, int VEC, int ITERS, bool kDb, bool kCenter, int kCtas = 1, bool kFull = false,
-          bool kFused = false, bool kWeightRow = true, bool kPadded = false>
+          bool kFused = false, bool kWeightRow = true, bool kPadded = false,
+          bool kRealigned = false>
 __global__ void __launch_bounds__(kMaxThreads)
     BackwardStagedKernel(const BackwardArgs a, const int tpr, const int rows_per_cta,
                          const int64_t chunk_rows) {
   BackwardStagedRows<T, VEC, ITERS, kDb, kCenter, kCtas, kFull, kFused, kWeightRow,
-                     /*kHeld=*/false, kPadded>(a, tpr, rows_per_cta, chunk_rows);
+                     /*kHeld=*/false, kPadded, kRealigned>(a, tpr, rows_per_cta, chunk_rows);
 }
 
 // fp32 fused LayerNorm rows of 257-384 threads at 2 vectors each (hidden
@@ -395,12 +471,12 @@ __global__ void __launch_bounds__(kTwoVectorF32Threads, 2)
 // (4 vectors of 4) slower but for the fused backward (bf16 LayerNorm 4096 x
 // 6000 73.6 -> 80.7 us, fp32 4096 x 5000 103.2 -> 118.3).
 inline constexpr int kPairedThreads = 320;
-template <typename T, bool kDb, bool kCenter, bool kFull, bool kFused>
+template <typename T, bool kDb, bool kCenter, bool kFull, bool kFused, bool kRealigned = false>
 __global__ void __launch_bounds__(kPairedThreads, 2)
     BackwardStagedPairedKernel(const BackwardArgs a, const int tpr, const int rows_per_cta,
                                const int64_t chunk_rows) {
-  BackwardStagedRows<T, 16 / sizeof(T), 2, kDb, kCenter, 1, kFull, kFused, true>(
-      a, tpr, rows_per_cta, chunk_rows);
+  BackwardStagedRows<T, 16 / sizeof(T), 2, kDb, kCenter, 1, kFull, kFused, true, /*kHeld=*/false,
+                     /*kPadded=*/false, kRealigned>(a, tpr, rows_per_cta, chunk_rows);
 }
 
 // fp32 rows of row_layout.h's held layouts (hidden 4100-8192: kHeldRowThreads

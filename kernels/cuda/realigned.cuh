@@ -69,8 +69,19 @@ __device__ __forceinline__ uint4 LoadRealigned16(const U* row, int e, int len) {
   return word;
 }
 
-// Vector `col` of a realigned row as fp32: N values of U from `row` (`len`
-// elements), zeros at and past len. N * sizeof(U) is a multiple of 16.
+// The N values of U (one 16-byte word) of `row` (`len` elements) from column
+// col, as stored; zeros at and past len.
+template <typename U, int N>
+__device__ __forceinline__ Vec<U, N> LoadRealignedVec(const U* row, int col, int len) {
+  static_assert(sizeof(U) * N == 16, "one 16-byte word");
+  const uint4 word = LoadRealigned16(row, col, len);
+  Vec<U, N> v;
+  __builtin_memcpy(&v, &word, sizeof(word));
+  return v;
+}
+
+// The same as fp32, N * sizeof(U) any multiple of 16 bytes (an fp32 vector of
+// 8 is two words).
 template <typename U, int N>
 __device__ __forceinline__ void LoadRealignedFloats(const U* row, int col, int len,
                                                     float (&dst)[N]) {
@@ -78,24 +89,11 @@ __device__ __forceinline__ void LoadRealignedFloats(const U* row, int col, int l
   static_assert(N % kPer == 0, "whole 16-byte words");
 #pragma unroll
   for (int j = 0; j < N / kPer; ++j) {
-    const uint4 word = LoadRealigned16(row, col + j * kPer, len);
-    Vec<U, kPer> v;
-    __builtin_memcpy(&v, &word, sizeof(word));
     float part[kPer];
-    UnpackFloats(v, part);
+    UnpackFloats(LoadRealignedVec<U, kPer>(row, col + j * kPer, len), part);
 #pragma unroll
     for (int i = 0; i < kPer; ++i) dst[j * kPer + i] = part[i];
   }
-}
-
-// The same vector as stored (one 16-byte word of 16-bit values).
-template <typename T, int N>
-__device__ __forceinline__ Vec<T, N> LoadRealignedVec(const T* row, int col, int len) {
-  static_assert(sizeof(T) * N == 16, "one 16-byte word");
-  const uint4 word = LoadRealigned16(row, col, len);
-  Vec<T, N> v;
-  __builtin_memcpy(&v, &word, sizeof(word));
-  return v;
 }
 
 // LoadFloatsEither for realigned rows: the row from element `first` of

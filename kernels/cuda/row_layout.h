@@ -235,35 +235,25 @@ inline RowLayout ChooseRowLayout(Pass pass, DType dtype, int64_t hidden, bool al
 // 16-bit backward rows of no whole vector (vec 1: odd widths, or buffers not
 // 16-byte aligned) that 16-byte vectors would hold in one block: the layout of
 // the row rounded up to whole vectors, realigned (realigned.cuh: each vector
-// shifted into place from the two aligned words around it, the row's first
-// and last ones read element by element) on the register kernel
-// (BackwardKernel), rather than one 2-byte access per thread and step. A
-// thread adds the same elements wherever the row starts, so its bits do not
-// depend on its place in the batch. Only where that kernel (70-110 registers
-// at 2 vectors per thread, 128 and spilling at 4) keeps enough warps on an SM:
-// blocks of up to kTargetThreads threads (two or more per SM) or of
-// kRealignedOneBlockThreads or more (one). Measured on the H200 against vec 1
-// (bench/results/gpu-2026-11-28-round45.md, call 4), RMSNorm / LayerNorm /
-// add + RMSNorm backward, bf16: 16384 x 1001 108.7 -> 94.7 / 128.9 -> 105.6 /
-// 204.2 -> 115.9 us; 16384 x 4095 389.6 -> 341.2 / 422.5 -> 379.1 / 552.8 ->
-// 414.1; 8192 x 7001 380.0 -> 343.4 / 389.1 -> 385.5 / 447.0 -> 405.1; 8192 x
-// 8191 423.6 -> 373.3 / 433.2 -> 419.6 / 513.2 -> 415.4; 4096 x 14501 526.4 ->
-// 366.6 / 590.3 -> 425.9 / 688.2 -> 428.5; 2048 x 16383 274.1 -> 207.1 /
-// 312.5 -> 244.0 / 360.1 -> 237.5; fp16 8192 x 8191 434.7 -> 367.4. Blocks of
-// 288-384 threads hold one block per SM (the registers of each SM's four
-// quarters, 9-12 warps a block), measured slower (calls 1-2): 16384 x 4097
-// 462.8 -> 601.7 / 477.4 -> 652.4, 4096 x 10001 273.3 -> 301.1 / 282.3 ->
-// 346.3; bounded to two blocks per SM (80 registers, 16-84 bytes of spill;
-// call 4) RMSNorm gained (8192 x 6001 330.2 -> 278.1) but LayerNorm lost
-// (16384 x 4097 476.2 -> 565.1, fp16 RMSNorm 461.8 -> 502.9): they stay vec 1.
-inline constexpr int kRealignedOneBlockThreads = 448;
+// shifted into place from the two aligned words around it), rather than one
+// 2-byte access per thread and step. A thread adds the same elements wherever
+// the row starts, so its bits do not depend on its place in the batch. Stage
+// one stages the rows' aligned 16-byte words in shared memory
+// (BackwardStagedRows<..., kRealigned>) and falls back to the register kernel
+// (BackwardKernel<..., kRealigned>, the row's first and last vectors read
+// element by element) only for fused rows that do not fit. Measured on the
+// H200 against 8fe32d7 (vec 1 for blocks of 257-447 threads, the register
+// kernel realigned otherwise; bench/results/gpu-2026-11-28-round46.md, call
+// 1), RMSNorm / LayerNorm / add + RMSNorm backward bf16: 16384 x 4097 463.1
+// -> 212.3 / 478.2 -> 251.8 / 549.0 -> 301.4 us; 8192 x 6001 331.5 -> 178.9 /
+// 340.4 -> 193.2 / 388.7 -> 289.3; 4096 x 10001 273.3 -> 142.0 / 282.8 ->
+// 160.7 / 328.7 -> 244.5; realigned before: 8192 x 8191 379.8 -> 219.3,
+// 16384 x 1001 96.5 -> 54.8, 2048 x 16383 209.1 -> 119.1.
 inline RowLayout RealignedRow(DType dtype, int64_t hidden) {
   const int full_vec = 16 / static_cast<int>(DTypeSize(dtype));
   const int64_t rounded = (hidden + full_vec - 1) / full_vec * full_vec;
   RowLayout layout = ChooseRowLayout(Pass::kBackward, dtype, rounded, /*aligned=*/true);
-  const int threads = layout.threads();
-  layout.realigned = layout.iters > 0 && layout.ctas_per_row == 1 &&
-                     (threads <= kTargetThreads || threads >= kRealignedOneBlockThreads);
+  layout.realigned = layout.iters > 0 && layout.ctas_per_row == 1;
   return layout;
 }
 

@@ -169,15 +169,17 @@ TEST_P(ManyRowsBackwardTest, EveryRowAndTheReductionsMatchReference) {
 // blocks (kScalarClusterElements), 16-bit ones realigned (RealignedRow: 480
 // threads of 4 vectors); 4095: fp32 rows in one block of 512 threads, 8 each,
 // two blocks per SM (kBackwardMinBlocks), 16-bit ones realigned (256 threads
-// of 2 vectors). 14500: 16-bit rows of half vectors
-// (8 bytes) in one block of 512 threads, 8 each; 20004 over a cluster of four
-// (16-bit), 20002 fp32 ones over eight. 20001 and 40001: the streaming kernels,
-// 20001's RMSNorm dw partials in shared memory, the others' in the workspace
-// (StreamSharedPartialBytes).
+// of 2 vectors); 4097, 6001 and 10001: 16-bit ones realigned in blocks of 288
+// threads (the paired instance), 384 and 320 (4 vectors each). 14500: 16-bit
+// rows of half vectors (8 bytes) in one block of 512 threads, 8 each; 20004
+// over a cluster of four (16-bit), 20002 fp32 ones over eight. 20001 and
+// 40001: the streaming kernels, 20001's RMSNorm dw partials in shared memory,
+// the others' in the workspace (StreamSharedPartialBytes).
 INSTANTIATE_TEST_SUITE_P(
     Kernels, ManyRowsBackwardTest,
     ::testing::Combine(::testing::ValuesIn(BackendNames()), AllDTypes(),
-                       ::testing::Values(int64_t{4095}, int64_t{4096}, int64_t{4608}, int64_t{5000},
+                       ::testing::Values(int64_t{4095}, int64_t{4096}, int64_t{4097}, int64_t{4608},
+                                         int64_t{5000}, int64_t{6001}, int64_t{10001},
                                          int64_t{5120}, int64_t{6144}, int64_t{6500}, int64_t{7500},
                                          int64_t{8192}, int64_t{10000}, int64_t{14336},
                                          int64_t{14500}, int64_t{14501}, int64_t{15000},
