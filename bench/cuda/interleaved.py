@@ -12,8 +12,8 @@ save them for their backward.
 
 Ops: rms_fwd, ln_fwd (Quack, Liger, FlashInfer, torch eager), add_rms_fwd (Quack, Liger,
 FlashInfer, torch.compile), add_rms_bwd (Quack's rmsnorm_bwd of a saved p with dresidual_out),
-rms_bwd (Quack's rmsnorm_bwd, torch's autograd: dx and dw), ln_bwd (Quack's layernorm_bwd, torch's
-autograd: dx, dw and db), as peers_bench.py calls them.
+rms_bwd (Quack's rmsnorm_bwd; torch's and Liger's autograd: dx and dw), ln_bwd (Quack's
+layernorm_bwd; torch's and Liger's autograd: dx, dw and db), as peers_bench.py calls them.
 
   FI_NORM_SO=.peers/fi_norm.so PYTHONPATH=.peers:$SITE \
     python3 bench/cuda/interleaved.py SHIM.so add_rms_bwd:fp32:4096x5000 ...
@@ -41,15 +41,16 @@ import sys
 MATCH = {"liger": "normserve+stats"}
 
 
-def ours_of(peer):
-    """The run of ours that `peer` is held against."""
-    return MATCH.get(peer, "normserve")
+def ours_of(peer, values):
+    """The run of ours in `values` that `peer` is held against (backward cells time one)."""
+    match = MATCH.get(peer, "normserve")
+    return match if match in values else "normserve"
 
 
 def ratios(values):
     """'peer r, ...': peer / ours against the matching run of ours (> 1: ours faster)."""
-    return ", ".join(f"{p} {values[p] / values[ours_of(p)]:.3f}" for p in values
-                     if not p.startswith("normserve") and ours_of(p) in values)
+    return ", ".join(f"{p} {values[p] / values[ours_of(p, values)]:.3f}" for p in values
+                     if not p.startswith("normserve") and ours_of(p, values) in values)
 
 
 def load(paths):
@@ -88,8 +89,8 @@ def best(paths):
         med = {p: statistics.median(v) for p, v in peers.items()}
         mean = {p: statistics.median(v) for p, v in means.get(key, peers).items()}
         peer = min((p for p in mean if not p.startswith("normserve")),
-                   key=lambda p: mean[p] / mean[ours_of(p)])
-        ours = ours_of(peer)
+                   key=lambda p: mean[p] / mean[ours_of(p, mean)])
+        ours = ours_of(peer, mean)
         print(f"| {key} | {mean[ours]:.2f} | {peer} | {mean[peer]:.2f} "
               f"| {mean[peer] / mean[ours]:.3f} | {med[peer] / med[ours]:.3f} |")
 
@@ -278,6 +279,14 @@ def cell(shim, op, dtype, m, n):
     if not residual:
         cells["torch"] = torch_backward(lambda xg, wg: F.rms_norm(xg, (n,), wg, pb.EPS), src, w,
                                         do, ref)
+
+        def liger():
+            from liger_kernel.ops.rms_norm import LigerRMSNormFunction
+            return torch_backward(
+                lambda xg, wg: LigerRMSNormFunction.apply(xg, wg, pb.EPS, 0.0, "llama", False),
+                src, w, do, ref)
+
+        add_peer(cells, "liger", liger)
     return cells
 
 
@@ -316,6 +325,13 @@ def ln_backward_cells(ours, dtype, m, n):
     cells["normserve"] = (f, pb.err(dx, ref))
     cells["torch"] = torch_backward(lambda xg, wg, bg: F.layer_norm(xg, (n,), wg, bg, pb.EPS), x,
                                     w, do, ref, b)
+
+    def liger():
+        from liger_kernel.ops.layer_norm import LigerLayerNormFunction
+        return torch_backward(lambda xg, wg, bg: LigerLayerNormFunction.apply(xg, wg, bg, pb.EPS),
+                              x, w, do, ref, b)
+
+    add_peer(cells, "liger", liger)
     return cells
 
 

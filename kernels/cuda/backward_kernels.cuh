@@ -345,7 +345,12 @@ __device__ __forceinline__ void WriteBlockColumnsPartial(const BackwardArgs& a, 
 }
 
 // A row group's walk over its chunk's tiles (its row of each), the next row's
-// x / dy prefetched while the current one is reduced.
+// x / dy prefetched while the current one is reduced; but realigned rows split
+// over a cluster load each row when they reach it: the second row's registers
+// left BackwardKernel<16-bit, 8, 4, *, 2 or 4, true> spilling 260-412 bytes,
+// and it measured slower (H200, bench/results/gpu-2026-11-28-round47.md, call
+// 4: bf16 LayerNorm 2048 x 32767 476.5 -> 388.9 us, RMSNorm 1024 x 65535 448.3
+// -> 374.5, add + RMSNorm 2048 x 20001 381.0 -> 346.5).
 template <bool kCenter, int kCtas, bool kRealigned, typename T, int VEC, int ITERS>
 __device__ __forceinline__ void BackwardRows(const BackwardArgs& a, const ChunkRows& c, int group,
                                              int tpr, int t, ClusterScratch<kCtas>& scratch,
@@ -356,6 +361,13 @@ __device__ __forceinline__ void BackwardRows(const BackwardArgs& a, const ChunkR
   LoadRawRow<kRealigned>(a, row, row < c.end, tpr, t, raw);
   for (int64_t tile = c.first; tile < c.end; tile += c.stride) {
     const int64_t next = row + c.stride;
+    if constexpr (kRealigned && kCtas > 1) {
+      if (tile != c.first) LoadRawRow<kRealigned>(a, row, row < c.end, tpr, t, raw);
+      BackwardRow<kCenter, kCtas, kRealigned>(a, row, row < c.end, c.has_stats, tpr, t, scratch,
+                                              raw, dw, db);
+      row = next;
+      continue;
+    }
     const RawRow<T, VEC, ITERS> cur = raw;
     // Prefetch the next row while this one is reduced.
     LoadRawRow<kRealigned>(a, next, next < c.end, tpr, t, raw);
@@ -386,8 +398,9 @@ inline constexpr int kBackwardMinBlocks = VEC == 1 && ITERS >= 4 && kCtas == 1 ?
 // tiles, accumulating its columns' dw / db in shared memory.
 // kCenter (LayerNorm) is chosen by the launcher. kCtas > 1: one row group per
 // cluster of kCtas blocks (launched as such), each block holding its share of
-// the row (see row_layout.h). kRealigned: RowLayout::realigned (one block per
-// row), whose dw / db rows are padded to whole vectors (RealignedRowLength).
+// the row (see row_layout.h). kRealigned: RowLayout::realigned, whose dw / db
+// rows are padded to whole vectors (RealignedRowLength; a cluster's blocks hold
+// whole vectors of their share anyway).
 template <typename T, int VEC, int ITERS, bool kCenter, int kCtas = 1, bool kRealigned = false>
 __global__ void __launch_bounds__(kMaxThreads, kBackwardMinBlocks<VEC, ITERS, kCtas>)
     BackwardKernel(const BackwardArgs a, const int tpr, const int rows_per_cta,
@@ -399,10 +412,9 @@ __global__ void __launch_bounds__(kMaxThreads, kBackwardMinBlocks<VEC, ITERS, kC
   auto scratch = MakeClusterScratch<kCtas>(scratch_storage, tpr);
   const auto [group, t, rank] = RowThreadOf<kCtas>(tpr);
   const int d = static_cast<int>(a.hidden);
-  static_assert(!kRealigned || kCtas == 1, "realigned rows have one block");
   const int acc_len =
-      static_cast<int>(kRealigned ? RealignedRowLength(a.hidden, VEC)
-                                  : LocalRowLength<VEC, ITERS, kCtas>(a.hidden, tpr));
+      static_cast<int>(kRealigned && kCtas == 1 ? RealignedRowLength(a.hidden, VEC)
+                                                : LocalRowLength<VEC, ITERS, kCtas>(a.hidden, tpr));
   const int chunk = blockIdx.x / kCtas;
   const int total_chunks = gridDim.x / kCtas;
   const ChunkRows c = FindChunk(a, chunk, total_chunks, chunk_rows, rows_per_cta);

@@ -248,7 +248,25 @@ StageOne ChooseStageOne(const RowLayout& layout, int64_t hidden, bool plain, boo
                         bool partials, int tensors, bool residual_as_stored, int plan_blocks) {
   if (layout.realigned) {  // staged where its rows fit, else the register kernel
     StageOne s;
+    if constexpr (sizeof(T) == 2 && VEC * sizeof(T) == 16 && ITERS == 4) {
+      // Rows past one block (20001-65536: RealignedRow): the register kernel
+      // over the rounded row's cluster. The staged kernels' copies assume the
+      // block's vectors are one contiguous span of the row; a cluster's block
+      // holds a run of tpr / kCtas vectors out of every tpr.
+      auto cluster = [&](auto ctas) {
+        constexpr int kCtas = decltype(ctas)::value;
+        s.cluster_ctas = kCtas;
+        s.kernel = &BackwardKernel<T, VEC, ITERS, kCenter, kCtas, /*kRealigned=*/true>;
+        s.shared_bytes =
+            partials ? 2 * sizeof(float) * LocalRowLength<VEC, ITERS, kCtas>(hidden, layout.tpr)
+                     : 0;
+        return s;
+      };
+      if (layout.ctas_per_row == kClusterCtas) return cluster(IntConst<kClusterCtas>{});
+      if (layout.ctas_per_row == kWideClusterCtas) return cluster(IntConst<kWideClusterCtas>{});
+    }
     if constexpr (sizeof(T) == 2 && VEC * sizeof(T) == 16) {
+      if (layout.ctas_per_row != 1) return s;  // none: RealignedRow's clusters hold 4 vectors
       const int64_t slot = RealignedStagedRowLength(ITERS, layout.tpr, VEC);
       auto staged_bytes = [&](int staged_tensors) {
         return StagedSharedBytes(layout.rows_per_cta, slot, sizeof(T), staged_tensors);

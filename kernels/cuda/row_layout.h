@@ -233,11 +233,10 @@ inline int VectorElements(DType dtype, int64_t hidden, bool aligned) {
 inline RowLayout ChooseRowLayout(Pass pass, DType dtype, int64_t hidden, bool aligned);
 
 // 16-bit backward rows of no whole vector (vec 1: odd widths, or buffers not
-// 16-byte aligned) that 16-byte vectors would hold in one block: the layout of
-// the row rounded up to whole vectors, realigned (realigned.cuh: each vector
-// shifted into place from the two aligned words around it), rather than one
-// 2-byte access per thread and step. A thread adds the same elements wherever
-// the row starts, so its bits do not depend on its place in the batch. Stage
+// 16-byte aligned): the layout of the row rounded up to whole vectors,
+// realigned (realigned.cuh: each vector shifted into place from the two
+// aligned words around it), rather than one 2-byte access per thread and step. A thread adds the
+// same elements wherever the row starts, so its bits do not depend on its place in the batch. Stage
 // one stages the rows' aligned 16-byte words in shared memory
 // (BackwardStagedRows<..., kRealigned>) and falls back to the register kernel
 // (BackwardKernel<..., kRealigned>, the row's first and last vectors read
@@ -249,11 +248,22 @@ inline RowLayout ChooseRowLayout(Pass pass, DType dtype, int64_t hidden, bool al
 // 340.4 -> 193.2 / 388.7 -> 289.3; 4096 x 10001 273.3 -> 142.0 / 282.8 ->
 // 160.7 / 328.7 -> 244.5; realigned before: 8192 x 8191 379.8 -> 219.3,
 // 16384 x 1001 96.5 -> 54.8, 2048 x 16383 209.1 -> 119.1.
+// Rows past one block (the rounded row split over a cluster) are realigned
+// only where wider than kRealignedClusterElements: the register kernel
+// (BackwardKernel<..., kCtas, kRealigned>), with no staged instance for them,
+// measured on the H200 against single elements streamed (round47.md, call 4),
+// bf16 2048 x 20001 RMSNorm / LayerNorm / add + RMSNorm 289.7 -> 281.2 /
+// 610.5 -> 309.4 / 376.1 -> 346.5 us; 2048 x 32767 780.7 -> 346.9 / 1021.9 ->
+// 388.9 / 950.2 -> 415.2; 1024 x 65535 854.7 -> 374.5 / 1103.7 -> 422.6 /
+// 1039.8 -> 455.3; but 4096 x 16385 RMSNorm 436.3 -> 534.2, add + RMSNorm
+// 562.3 -> 655.6 (LayerNorm 931.4 -> 576.6): rows of 16385-20000 stream.
+inline constexpr int64_t kRealignedClusterElements = 20000;
 inline RowLayout RealignedRow(DType dtype, int64_t hidden) {
   const int full_vec = 16 / static_cast<int>(DTypeSize(dtype));
   const int64_t rounded = (hidden + full_vec - 1) / full_vec * full_vec;
   RowLayout layout = ChooseRowLayout(Pass::kBackward, dtype, rounded, /*aligned=*/true);
-  layout.realigned = layout.iters > 0 && layout.ctas_per_row == 1;
+  layout.realigned =
+      layout.iters > 0 && (layout.ctas_per_row == 1 || hidden > kRealignedClusterElements);
   return layout;
 }
 

@@ -173,8 +173,9 @@ TEST_P(ManyRowsBackwardTest, EveryRowAndTheReductionsMatchReference) {
 // threads (the paired instance), 384 and 320 (4 vectors each). 14500: 16-bit
 // rows of half vectors (8 bytes) in one block of 512 threads, 8 each; 20004
 // over a cluster of four (16-bit), 20002 fp32 ones over eight. 20001 and
-// 40001: the streaming kernels, 20001's RMSNorm dw partials in shared memory,
-// the others' in the workspace (StreamSharedPartialBytes).
+// 40001: fp32 rows stream (20001's RMSNorm dw partials in shared memory, the
+// others' in the workspace: StreamSharedPartialBytes), 16-bit ones realigned
+// over a cluster of two / four blocks of 4 vectors each.
 INSTANTIATE_TEST_SUITE_P(
     Kernels, ManyRowsBackwardTest,
     ::testing::Combine(::testing::ValuesIn(BackendNames()), AllDTypes(),

@@ -494,7 +494,7 @@ INSTANTIATE_TEST_SUITE_P(Kernels, DeterminismTest,
                          ::testing::Combine(::testing::ValuesIn(BackendNames()), AllDTypes(),
                                             ::testing::Values(7, 512, 1000, 1004, 1024, 2048, 4096,
                                                               5000, 6144, 8191, 8192, 10000, 14500,
-                                                              16384, 20000, 32768, 40000)),
+                                                              16384, 20000, 20001, 32768, 40000)),
                          SuiteParamName);
 
 }  // namespace

@@ -27,6 +27,7 @@ using kernels::cuda::kClusterCtas;
 using kernels::cuda::kHeldClusterVectors;
 using kernels::cuda::kHeldRowThreads;
 using kernels::cuda::kMaxThreads;
+using kernels::cuda::kRealignedClusterElements;
 using kernels::cuda::kScalarClusterElements;
 using kernels::cuda::kTargetThreads;
 using kernels::cuda::kTwoVectorF32Threads;
@@ -50,13 +51,18 @@ TEST(RowLayoutTest, EveryLayoutCoversTheRowWithAnInstantiatedKernel) {
                                           << " aligned " << aligned << " hidden " << hidden);
           ASSERT_TRUE(l.vec == 1 || l.vec == 16 / elem || l.vec == 8 / elem);
           if (l.realigned) {
-            // 16-bit backward rows of no whole vector, held in one block.
+            // 16-bit backward rows of no whole vector: one block, or a
+            // cluster of 4 vectors per thread (BackwardKernel's only
+            // realigned cluster instances).
             ASSERT_EQ(pass, Pass::kBackward);
             ASSERT_EQ(elem, 2);
             ASSERT_EQ(l.vec, 8);
             ASSERT_TRUE(!aligned || hidden % 4 != 0);
-            ASSERT_EQ(l.ctas_per_row, 1);
             ASSERT_GT(l.iters, 0);
+            if (l.ctas_per_row > 1) {
+              ASSERT_EQ(l.iters, 4);
+              ASSERT_LE(l.ctas_per_row, kWideClusterCtas);
+            }
           } else if (l.vec > 1) {
             ASSERT_TRUE(aligned);
             ASSERT_EQ(hidden % l.vec, 0);
@@ -64,6 +70,11 @@ TEST(RowLayoutTest, EveryLayoutCoversTheRowWithAnInstantiatedKernel) {
           // A half vector only where a whole one does not divide the row.
           if (l.vec == 8 / elem) {
             ASSERT_NE(hidden % (16 / elem), 0);
+          }
+          if (pass == Pass::kBackward && elem == 2) {
+            // 16-bit backward rows stream exactly when they take single
+            // elements (the instances LaunchInstance compiles).
+            ASSERT_EQ(l.streaming(), l.vec == 1);
           }
           if (l.streaming()) {
             ASSERT_EQ(l.tpr, kMaxThreads);
@@ -200,36 +211,41 @@ TEST(RowLayoutTest, MeasuredChoices) {
     EXPECT_EQ(l.iters, e.iters);
     EXPECT_EQ(l.ctas_per_row, e.ctas_per_row);
   }
-  // Aligned backward rows up to 65536 all fit a cluster; rows of no 16-byte
-  // vectors take the streaming kernels.
+  // Aligned backward rows up to 65536 all fit a cluster; fp32 rows of no
+  // 16-byte vectors take the streaming kernels, 16-bit ones the cluster of the
+  // row rounded up to whole vectors, realigned.
   EXPECT_TRUE(ChooseRowLayout(Pass::kBackward, DType::kF32, 65535, true).streaming());
-  EXPECT_TRUE(ChooseRowLayout(Pass::kBackward, DType::kBF16, 65535, true).streaming());
+  const RowLayout bf16_65535 = ChooseRowLayout(Pass::kBackward, DType::kBF16, 65535, true);
+  EXPECT_TRUE(bf16_65535.realigned);
+  EXPECT_EQ(bf16_65535.ctas_per_row, kWideClusterCtas);
   EXPECT_TRUE(ChooseRowLayout(Pass::kForward, DType::kBF16, 65536, true).streaming());
 }
 
 // 16-bit backward rows of no whole vector take the layout of the row rounded
-// up to whole vectors, realigned, wherever that is one block (up to 16384
-// elements); wider ones keep single elements.
-TEST(RowLayoutTest, SixteenBitBackwardRowsOfNoVectorAreRealignedInOneBlock) {
+// up to whole vectors, realigned: one block up to 16384 elements, a cluster
+// past kRealignedClusterElements; those between stream single elements.
+TEST(RowLayoutTest, SixteenBitBackwardRowsOfNoVectorAreRealigned) {
   using kernels::cuda::RealignedRow;
   for (DType dtype : {DType::kF16, DType::kBF16}) {
     for (bool aligned : {false, true}) {
-      for (int64_t hidden = 1; hidden <= 20000; ++hidden) {
+      for (int64_t hidden = 1; hidden <= 65536; ++hidden) {
         if (aligned && hidden % 4 == 0) continue;  // whole or half vectors
         const RowLayout l = ChooseRowLayout(Pass::kBackward, dtype, hidden, aligned);
         const RowLayout rounded =
             ChooseRowLayout(Pass::kBackward, dtype, (hidden + 7) / 8 * 8, /*aligned=*/true);
         SCOPED_TRACE(testing::Message() << "aligned " << aligned << " hidden " << hidden);
-        const bool one_block = hidden <= 16384;
-        ASSERT_EQ(rounded.ctas_per_row == 1, one_block);
-        ASSERT_EQ(l.realigned, one_block);
-        if (!l.realigned) {
+        ASSERT_EQ(rounded.ctas_per_row == 1, hidden <= 16384);
+        const bool realigned = hidden <= 16384 || hidden > kRealignedClusterElements;
+        ASSERT_EQ(l.realigned, realigned);
+        if (!realigned) {
           ASSERT_EQ(l.vec, 1);
+          ASSERT_TRUE(l.streaming());
           continue;
         }
         ASSERT_EQ(l.vec, rounded.vec);
         ASSERT_EQ(l.iters, rounded.iters);
         ASSERT_EQ(l.tpr, rounded.tpr);
+        ASSERT_EQ(l.ctas_per_row, rounded.ctas_per_row);
         ASSERT_EQ(l.rows_per_cta, rounded.rows_per_cta);
         ASSERT_FALSE(rounded.realigned);
         ASSERT_TRUE(RealignedRow(dtype, hidden).realigned);
@@ -244,7 +260,12 @@ TEST(RowLayoutTest, SixteenBitBackwardRowsOfNoVectorAreRealignedInOneBlock) {
        {255, 1001, 2047, 4095, 4097, 5001, 6001, 7001, 8191, 10001, 12001, 14501, 16383}) {
     EXPECT_TRUE(ChooseRowLayout(Pass::kBackward, DType::kBF16, hidden, true).realigned) << hidden;
   }
-  EXPECT_FALSE(ChooseRowLayout(Pass::kBackward, DType::kBF16, 16385, true).realigned);
+  EXPECT_TRUE(ChooseRowLayout(Pass::kBackward, DType::kBF16, 16385, true).streaming());
+  for (int64_t hidden : {20001, 24575, 32767, 40001, 65535}) {
+    const RowLayout l = ChooseRowLayout(Pass::kBackward, DType::kBF16, hidden, true);
+    EXPECT_TRUE(l.realigned) << hidden;
+    EXPECT_EQ(l.ctas_per_row, hidden <= 32768 ? kClusterCtas : kWideClusterCtas) << hidden;
+  }
 }
 
 // ForwardKernel's 16-bit instances of 8 vectors per thread assume one row
@@ -314,8 +335,8 @@ TEST(RowLayoutTest, SparseRowsLeaveAnEighthOfTheirVectorsPastTheEnd) {
 // kScalarClusterElements): 16-bit forward rows that fill more than three
 // quarters of 16 or 32 values per thread are held, others and fp32 rows past 8
 // values per thread stream; backward rows longer than 12288 are split over a
-// cluster of eight blocks (fp32; 16-bit rows up to 16384 are realigned
-// instead: the test above), shorter ones past one block stream.
+// cluster of eight blocks (fp32; 16-bit rows are realigned instead: the test
+// above), shorter ones past one block stream.
 TEST(RowLayoutTest, ScalarRowsHeldOrSplitWhereMeasuredFaster) {
   auto layout = [](Pass pass, DType dtype, int64_t hidden) {
     const RowLayout l = ChooseRowLayout(pass, dtype, hidden, /*aligned=*/false);
@@ -344,8 +365,8 @@ TEST(RowLayoutTest, ScalarRowsHeldOrSplitWhereMeasuredFaster) {
   for (int64_t hidden : {8191, 10001, 12288}) {
     EXPECT_TRUE(layout(Pass::kBackward, DType::kF32, hidden).streaming()) << hidden;
   }
-  // 16-bit rows the cluster of eight would hold (up to 16384) are realigned;
-  // longer ones, and fp32 ones past it, stream.
+  // fp32 rows past the cluster of eight stream, as 16-bit ones up to
+  // kRealignedClusterElements (wider ones are realigned: the test above).
   for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
     EXPECT_TRUE(layout(Pass::kBackward, dtype, 16385).streaming());
   }
