@@ -41,6 +41,18 @@ auto ForDbFull(bool db, bool full, KernelOf kernel_of) {
   return db ? kernel_of(True{}, False{}) : kernel_of(False{}, False{});
 }
 
+// The register kernel over a cluster of kCtas blocks a row (BackwardKernel):
+// dw / db accumulators [2][block's columns] fp32 where partials are wanted.
+template <typename T, int VEC, int ITERS, bool kCenter, int kCtas, bool kRealigned>
+StageOne RegisterClusterStageOne(const RowLayout& layout, int64_t hidden, bool partials) {
+  StageOne s;
+  s.cluster_ctas = kCtas;
+  s.kernel = &BackwardKernel<T, VEC, ITERS, kCenter, kCtas, kRealigned>;
+  s.shared_bytes =
+      partials ? 2 * sizeof(float) * LocalRowLength<VEC, ITERS, kCtas>(hidden, layout.tpr) : 0;
+  return s;
+}
+
 // plain: no y and no grad_residual_out. db: grad_bias is wanted. full: see
 // FullRow. partials: dw or db is wanted. tensors: StagedTensors of the launch.
 // residual_as_stored: no grad_residual_out, or one stored as T. plan_blocks:
@@ -160,12 +172,8 @@ StageOne ChooseGeneralStageOne(const RowLayout& layout, int64_t hidden, bool pla
           // with which the generic one took 605.1 (call 3).
           if (fused_stages_fit(ctas)) return staged(ctas, std::true_type{}, kWithWeightRow);
         }
-        s.cluster_ctas = kCtas;
-        s.kernel = &BackwardKernel<T, VEC, ITERS, kCenter, kCtas>;
-        s.shared_bytes =
-            partials ? 2 * sizeof(float) * LocalRowLength<VEC, ITERS, kCtas>(hidden, layout.tpr)
-                     : 0;
-        return s;
+        return RegisterClusterStageOne<T, VEC, ITERS, kCenter, kCtas, false>(layout, hidden,
+                                                                             partials);
       };
       if (layout.ctas_per_row == kClusterCtas) return cluster(IntConst<kClusterCtas>{});
       if (layout.ctas_per_row == kWideClusterCtas) return cluster(IntConst<kWideClusterCtas>{});
@@ -254,13 +262,8 @@ StageOne ChooseStageOne(const RowLayout& layout, int64_t hidden, bool plain, boo
       // block's vectors are one contiguous span of the row; a cluster's block
       // holds a run of tpr / kCtas vectors out of every tpr.
       auto cluster = [&](auto ctas) {
-        constexpr int kCtas = decltype(ctas)::value;
-        s.cluster_ctas = kCtas;
-        s.kernel = &BackwardKernel<T, VEC, ITERS, kCenter, kCtas, /*kRealigned=*/true>;
-        s.shared_bytes =
-            partials ? 2 * sizeof(float) * LocalRowLength<VEC, ITERS, kCtas>(hidden, layout.tpr)
-                     : 0;
-        return s;
+        return RegisterClusterStageOne<T, VEC, ITERS, kCenter, decltype(ctas)::value,
+                                       /*kRealigned=*/true>(layout, hidden, partials);
       };
       if (layout.ctas_per_row == kClusterCtas) return cluster(IntConst<kClusterCtas>{});
       if (layout.ctas_per_row == kWideClusterCtas) return cluster(IntConst<kWideClusterCtas>{});
