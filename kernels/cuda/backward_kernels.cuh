@@ -452,17 +452,6 @@ __global__ void __launch_bounds__(kMaxThreads, kBackwardMinBlocks<VEC, ITERS, kC
   }
 }
 
-// Vectors per batch of BackwardStreamKernel's passes (StreamPass): 2 for
-// 16-bit rows of single elements (vec 1), else 1. Measured on the H100 with
-// the partials in shared memory, before the row prefetch below
-// (bench/results/gpu-2026-11-28-round42.md, call 2), batches of 1 / 2 / 4:
-// bf16 LayerNorm 8192 x 8191 640.8 / 515.2 / 811.0 us, 4096 x 10001 378.2 /
-// 332.5 / 512.0, RMSNorm 2048 x 20001 420.1 / 351.3 / 516.0; fp32 RMSNorm
-// 8192 x 8191 575.2 / 827.9 / 815.5, LayerNorm 590.0 / 848.0 / 831.1
-// (batches cost registers, and with them blocks per SM).
-template <typename T, int VEC>
-inline constexpr int kBackwardStreamBatch = VEC == 1 && sizeof(T) == 2 ? 2 : 1;
-
 // Bytes of shared memory up to which BackwardStreamKernel keeps its chunk's
 // dw / db partial rows there rather than in the workspace (two blocks per SM
 // still fit): a vec-1 row's dx pass otherwise loads and stores them in global
@@ -517,7 +506,10 @@ __device__ __forceinline__ void BackwardStreamRows(const BackwardArgs& a, const 
   const int d = static_cast<int>(a.hidden);
   const int k = static_cast<int>(a.norm.stat_len);
   const bool gres_f32 = a.residual_dtype == DType::kF32;
-  constexpr int kBatch = kBackwardStreamBatch<T, VEC>;
+  // One vector per batch of the passes (StreamPass): fp32 rows measured
+  // slower at 2 or 4 on the H100 (bench/results/gpu-2026-11-28-round42.md,
+  // call 2: RMSNorm 8192 x 8191 575.2 / 827.9 / 815.5 us at 1 / 2 / 4).
+  constexpr int kBatch = 1;
   for (int64_t row = c.first; row < c.end; row += c.stride) {
     if (VEC == 1 && t == 0) PrefetchStreamedRow<T>(a, row);
     const int64_t base = row * a.hidden;

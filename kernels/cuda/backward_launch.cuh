@@ -256,48 +256,55 @@ StageOne ChooseStageOne(const RowLayout& layout, int64_t hidden, bool plain, boo
                         bool partials, int tensors, bool residual_as_stored, int plan_blocks) {
   if (layout.realigned) {  // staged where its rows fit, else the register kernel
     StageOne s;
-    if constexpr (sizeof(T) == 2 && VEC * sizeof(T) == 16 && ITERS == 4) {
-      // Rows past one block (20001-65536: RealignedRow): the register kernel
-      // over the rounded row's cluster. The staged kernels' copies assume the
-      // block's vectors are one contiguous span of the row; a cluster's block
-      // holds a run of tpr / kCtas vectors out of every tpr.
-      auto cluster = [&](auto ctas) {
-        return RegisterClusterStageOne<T, VEC, ITERS, kCenter, decltype(ctas)::value,
-                                       /*kRealigned=*/true>(layout, hidden, partials);
-      };
-      if (layout.ctas_per_row == kClusterCtas) return cluster(IntConst<kClusterCtas>{});
-      if (layout.ctas_per_row == kWideClusterCtas) return cluster(IntConst<kWideClusterCtas>{});
-    }
     if constexpr (sizeof(T) == 2 && VEC * sizeof(T) == 16) {
-      if (layout.ctas_per_row != 1) return s;  // none: RealignedRow's clusters hold 4 vectors
-      const int64_t slot = RealignedStagedRowLength(ITERS, layout.tpr, VEC);
-      auto staged_bytes = [&](int staged_tensors) {
-        return StagedSharedBytes(layout.rows_per_cta, slot, sizeof(T), staged_tensors);
+      // Rows past one block (RealignedRow): the rounded row's cluster, each
+      // block staging its runs of vectors (RealignedStagedRowLength).
+      auto staged_bytes = [&](int ctas, int staged_tensors) {
+        return StagedSharedBytes(layout.rows_per_cta,
+                                 RealignedStagedRowLength(ITERS, layout.tpr, VEC, ctas), sizeof(T),
+                                 staged_tensors);
       };
-      auto staged = [&](auto fused) {
+      auto staged = [&](auto ctas, auto fused) {
+        constexpr int kCtas = decltype(ctas)::value;
         constexpr bool kFused = decltype(fused)::value;
-        s.shared_bytes = staged_bytes(kFused ? tensors : 2);
-        if constexpr (ITERS == 2) {  // two blocks per SM, as BackwardStagedPairedKernel's rows
+        s.cluster_ctas = kCtas;
+        s.shared_bytes = staged_bytes(kCtas, kFused ? tensors : 2);
+        if constexpr (ITERS == 2 && kCtas == 1) {  // two blocks per SM, as the paired rows
           if (layout.threads() > kTargetThreads && layout.threads() <= kPairedThreads) {
             s.kernel = db ? &BackwardStagedPairedKernel<T, true, kCenter, false, kFused, true>
                           : &BackwardStagedPairedKernel<T, false, kCenter, false, kFused, true>;
             return s;
           }
         }
-        s.kernel = db ? &BackwardStagedKernel<T, VEC, ITERS, true, kCenter, 1, false, kFused, true,
-                                              false, /*kRealigned=*/true>
-                      : &BackwardStagedKernel<T, VEC, ITERS, false, kCenter, 1, false, kFused, true,
-                                              false, /*kRealigned=*/true>;
+        s.kernel = db ? &BackwardStagedKernel<T, VEC, ITERS, true, kCenter, kCtas, false, kFused,
+                                              true, false, /*kRealigned=*/true>
+                      : &BackwardStagedKernel<T, VEC, ITERS, false, kCenter, kCtas, false, kFused,
+                                              true, false, /*kRealigned=*/true>;
         return s;
       };
-      if (plain) return staged(std::false_type{});
-      if (residual_as_stored && StagedBlocksPerSm(staged_bytes(tensors), 1) >= plan_blocks) {
-        return staged(std::true_type{});
+      auto choose = [&](auto ctas) {
+        constexpr int kCtas = decltype(ctas)::value;
+        if (plain) return staged(ctas, std::false_type{});
+        if (residual_as_stored &&
+            StagedBlocksPerSm(staged_bytes(kCtas, tensors), kCtas) >= plan_blocks) {
+          return staged(ctas, std::true_type{});
+        }
+        if constexpr (kCtas > 1) {
+          return RegisterClusterStageOne<T, VEC, ITERS, kCenter, kCtas, /*kRealigned=*/true>(
+              layout, hidden, partials);
+        } else {
+          s.kernel = &BackwardKernel<T, VEC, ITERS, kCenter, 1, /*kRealigned=*/true>;
+          s.shared_bytes = partials ? 2 * sizeof(float) * static_cast<size_t>(layout.rows_per_cta) *
+                                          static_cast<size_t>(RealignedRowLength(hidden, VEC))
+                                    : 0;
+          return s;
+        }
+      };
+      if constexpr (ITERS == 4) {  // RealignedRow's clusters hold 4 vectors a thread
+        if (layout.ctas_per_row == kClusterCtas) return choose(IntConst<kClusterCtas>{});
+        if (layout.ctas_per_row == kWideClusterCtas) return choose(IntConst<kWideClusterCtas>{});
       }
-      s.kernel = &BackwardKernel<T, VEC, ITERS, kCenter, 1, /*kRealigned=*/true>;
-      s.shared_bytes = partials ? 2 * sizeof(float) * static_cast<size_t>(layout.rows_per_cta) *
-                                      static_cast<size_t>(RealignedRowLength(hidden, VEC))
-                                : 0;
+      if (layout.ctas_per_row == 1) return choose(IntConst<1>{});
     }
     return s;
   }

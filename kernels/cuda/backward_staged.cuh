@@ -61,9 +61,11 @@ __host__ __device__ inline int64_t StagedRowLength(int64_t hidden, int tpr, bool
   return padded ? int64_t{ITERS} * tpr * VEC : LocalRowLength<VEC, ITERS, kCtas>(hidden, tpr);
 }
 // A realigned launch's (kRealigned) staged row: the 16-byte words that hold
-// the row wherever it starts, one vector more than the layout's width.
-__host__ __device__ inline int64_t RealignedStagedRowLength(int iters, int tpr, int vec) {
-  return (int64_t{iters} * tpr + 1) * vec;
+// the row wherever it starts, one vector more than the layout's width; a
+// cluster's block (ctas > 1) holds a run of tpr / ctas vectors out of every
+// tpr, each run staged as its words, one more than its vectors.
+__host__ __device__ inline int64_t RealignedStagedRowLength(int iters, int tpr, int vec, int ctas) {
+  return ctas == 1 ? (int64_t{iters} * tpr + 1) * vec : int64_t{iters} * (tpr / ctas + 1) * vec;
 }
 // Tensors a launch stages per row: x and dy, and y where it has one.
 __host__ __device__ inline int StagedTensors(const BackwardArgs& a) {
@@ -120,9 +122,9 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
   // zeros past the row's end) and reads the two around each of its vectors
   // shifted into place (ShiftedWord): other threads' copies, so a block
   // barrier follows the copies' wait and precedes the next row's copies.
-  static_assert(!kRealigned || (kCtas == 1 && !kFull && !kHeld && !kPadded && kWeightRow &&
-                                sizeof(T) * VEC == 16),
-                "realigned rows are one block's 16-byte vectors");
+  static_assert(
+      !kRealigned || (!kFull && !kHeld && !kPadded && kWeightRow && sizeof(T) * VEC == 16),
+      "realigned rows are 16-byte vectors");
   constexpr bool kKeep =
       kHeld || (kCtas > 1 && sizeof(T) == 4 && !kFused && (!kDb || (kFull && kCtas == 2)));
   AllowDependentLaunch();  // ReducePartialsKernel waits for this grid's end itself
@@ -134,8 +136,9 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
   const int group = me.group, t = me.t, rank = me.rank;
   const int d = static_cast<int>(a.hidden);
   const int k = static_cast<int>(a.norm.stat_len);
-  const int len = static_cast<int>(kRealigned ? RealignedRowLength(a.hidden, VEC)
-                                              : LocalRowLength<VEC, ITERS, kCtas>(a.hidden, tpr));
+  const int len =
+      static_cast<int>(kRealigned && kCtas == 1 ? RealignedRowLength(a.hidden, VEC)
+                                                : LocalRowLength<VEC, ITERS, kCtas>(a.hidden, tpr));
   const int chunk = blockIdx.x / kCtas;
   const int total_chunks = gridDim.x / kCtas;
   const ChunkRows c = FindChunk(a, chunk, total_chunks, chunk_rows, rows_per_cta);
@@ -144,9 +147,10 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
   const T* y = static_cast<const T*>(a.y);
   const T* residual_grad = static_cast<const T*>(a.grad_residual_out);
   const int tensors = kFused ? StagedTensors(a) : 2;
-  const int slot_len = kRealigned ? static_cast<int>(RealignedStagedRowLength(ITERS, tpr, VEC))
-                       : kPadded  ? ITERS * tpr * VEC
-                                  : len;  // StagedRowLength
+  const int slot_len = kRealigned
+                           ? static_cast<int>(RealignedStagedRowLength(ITERS, tpr, VEC, kCtas))
+                       : kPadded ? ITERS * tpr * VEC
+                                 : len;  // StagedRowLength
   // Whether vector `it` at column col lies inside the row. A held layout
   // (kHeldRowThreads threads a block, ITERS the fewest vectors each that cover
   // the row) has only its last vectors past the row's end.
@@ -163,21 +167,33 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
   auto shift_of = [&](const T* tensor, int64_t row) {
     return static_cast<int>(reinterpret_cast<uintptr_t>(tensor + row * a.hidden) & 15);
   };
-  // A realigned launch's copy of `row` of `tensor` into its slot: word j of the
-  // span to vector slot j (zeros past the row's end or for a dead row).
+  // kRealigned: the slot of the span's word that vector `it` of this thread
+  // starts in (the next word follows it).
+  const int cta_tpr = tpr / kCtas;
+  auto word_slot = [&](int it) {
+    return kCtas == 1 ? it * tpr + t : it * (cta_tpr + 1) + t % cta_tpr;
+  };
+  // A realigned launch's copy of `row` of `tensor` into its slot: the span's
+  // words of this block's vectors and the one after each run of them, at
+  // word_slot (zeros past the row's end or for a dead row).
   auto stage_realigned = [&](const T* tensor, int which, int64_t row, bool live, int s) {
     const int64_t first = (live ? row : 0) * a.hidden;
     const int shift = shift_of(tensor, live ? row : 0);
     const char* words = reinterpret_cast<const char*>(tensor + first) - shift;
     const int span = live ? shift + d * static_cast<int>(sizeof(T)) : 0;
-    auto copy = [&](int j) {
+    auto copy = [&](int j, int at) {  // word j of the span to word slot `at`
       const int rest = span - 16 * j;
       const int bytes = rest < 0 ? 0 : rest > 16 ? 16 : rest;
-      CpAsync16Prefix(slot(s, which) + j * VEC, bytes > 0 ? words + 16 * j : words, bytes);
+      CpAsync16Prefix(slot(s, which) + at * VEC, bytes > 0 ? words + 16 * j : words, bytes);
     };
 #pragma unroll
-    for (int it = 0; it < ITERS; ++it) copy(it * tpr + t);
-    if (t == 0) copy(ITERS * tpr);
+    for (int it = 0; it < ITERS; ++it) copy(it * tpr + t, word_slot(it));
+    if constexpr (kCtas == 1) {
+      if (t == 0) copy(ITERS * tpr, ITERS * tpr);
+    } else if (t % cta_tpr == cta_tpr - 1) {  // the word after the block's run
+#pragma unroll
+      for (int it = 0; it < ITERS; ++it) copy(it * tpr + t + 1, word_slot(it) + 1);
+    }
   };
   // Starts copying `row` into stage s (zeros for a row past the chunk).
   auto stage_row = [&](int64_t row, int s) {
@@ -228,12 +244,10 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
   auto load = [&](int s, int which, int it, float(&v)[VEC]) {
     const int col = (it * tpr + t) * VEC;
     if constexpr (kRealigned) {
-      const T* at = slot(s, which) + col;
-      const uint4 word = ShiftedWord(*reinterpret_cast<const uint4*>(at),
-                                     *reinterpret_cast<const uint4*>(at + VEC), shifts[which]);
-      Vec<T, VEC> raw;
-      __builtin_memcpy(&raw, &word, sizeof(word));
-      UnpackFloats(raw, v);
+      const T* at = slot(s, which) + word_slot(it) * VEC;
+      UnpackRaw<T, VEC>(ShiftedWord(*reinterpret_cast<const uint4*>(at),
+                                    *reinterpret_cast<const uint4*>(at + VEC), shifts[which]),
+                        v);
       return;
     }
     if (kPadded || in_row(it, col)) {

@@ -90,7 +90,7 @@ __device__ __forceinline__ void LoadRealignedFloats(const U* row, int col, int l
 #pragma unroll
   for (int j = 0; j < N / kPer; ++j) {
     float part[kPer];
-    UnpackFloats(LoadRealignedVec<U, kPer>(row, col + j * kPer, len), part);
+    UnpackRaw<U, kPer>(LoadRealigned16(row, col + j * kPer, len), part);
 #pragma unroll
     for (int i = 0; i < kPer; ++i) dst[j * kPer + i] = part[i];
   }

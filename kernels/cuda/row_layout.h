@@ -248,22 +248,22 @@ inline RowLayout ChooseRowLayout(Pass pass, DType dtype, int64_t hidden, bool al
 // 340.4 -> 193.2 / 388.7 -> 289.3; 4096 x 10001 273.3 -> 142.0 / 282.8 ->
 // 160.7 / 328.7 -> 244.5; realigned before: 8192 x 8191 379.8 -> 219.3,
 // 16384 x 1001 96.5 -> 54.8, 2048 x 16383 209.1 -> 119.1.
-// Rows past one block (the rounded row split over a cluster) are realigned
-// only where wider than kRealignedClusterElements: the register kernel
-// (BackwardKernel<..., kCtas, kRealigned>), with no staged instance for them,
-// measured on the H200 against single elements streamed (round47.md, call 4),
-// bf16 2048 x 20001 RMSNorm / LayerNorm / add + RMSNorm 289.7 -> 281.2 /
-// 610.5 -> 309.4 / 376.1 -> 346.5 us; 2048 x 32767 780.7 -> 346.9 / 1021.9 ->
-// 388.9 / 950.2 -> 415.2; 1024 x 65535 854.7 -> 374.5 / 1103.7 -> 422.6 /
-// 1039.8 -> 455.3; but 4096 x 16385 RMSNorm 436.3 -> 534.2, add + RMSNorm
-// 562.3 -> 655.6 (LayerNorm 931.4 -> 576.6): rows of 16385-20000 stream.
-inline constexpr int64_t kRealignedClusterElements = 20000;
+// Rows past one block take the rounded row's cluster (2 or 4 blocks), staged
+// as well: each block stages its runs of vectors as their words plus one
+// (RealignedStagedRowLength). Measured on the H200 against e561953 (the
+// register kernel over the cluster past 20000, single elements streamed at
+// 16385-20000; bench/results/gpu-2026-11-28-round48.md, call 1), bf16
+// RMSNorm / LayerNorm / add + RMSNorm: 2048 x 20001 281.2 -> 144.0 / 309.0
+// -> 190.3 / 346.6 -> 234.8 us; 2048 x 32767 347.1 -> 211.5 / 388.6 ->
+// 288.7 / 413.8 -> 313.7; 1024 x 65535 374.0 -> 232.2 / 421.8 -> 316.1 /
+// 456.5 -> 324.2; 4096 x 16385 438.6 -> 243.4 / 927.8 -> 320.3 / 566.8 ->
+// 398.8. Fused rows of x and y that do not fit (32767 and wider) keep the
+// register kernel over the cluster.
 inline RowLayout RealignedRow(DType dtype, int64_t hidden) {
   const int full_vec = 16 / static_cast<int>(DTypeSize(dtype));
   const int64_t rounded = (hidden + full_vec - 1) / full_vec * full_vec;
   RowLayout layout = ChooseRowLayout(Pass::kBackward, dtype, rounded, /*aligned=*/true);
-  layout.realigned =
-      layout.iters > 0 && (layout.ctas_per_row == 1 || hidden > kRealignedClusterElements);
+  layout.realigned = layout.iters > 0;
   return layout;
 }
 

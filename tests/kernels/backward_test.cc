@@ -175,7 +175,9 @@ TEST_P(ManyRowsBackwardTest, EveryRowAndTheReductionsMatchReference) {
 // over a cluster of four (16-bit), 20002 fp32 ones over eight. 20001 and
 // 40001: fp32 rows stream (20001's RMSNorm dw partials in shared memory, the
 // others' in the workspace: StreamSharedPartialBytes), 16-bit ones realigned
-// over a cluster of two / four blocks of 4 vectors each.
+// and staged over a cluster of two / four blocks of 4 vectors each. 16385:
+// fp32 rows stream, 16-bit ones realigned and staged over two blocks of 288
+// threads.
 INSTANTIATE_TEST_SUITE_P(
     Kernels, ManyRowsBackwardTest,
     ::testing::Combine(::testing::ValuesIn(BackendNames()), AllDTypes(),
@@ -184,9 +186,9 @@ INSTANTIATE_TEST_SUITE_P(
                                          int64_t{5120}, int64_t{6144}, int64_t{6500}, int64_t{7500},
                                          int64_t{8192}, int64_t{10000}, int64_t{14336},
                                          int64_t{14500}, int64_t{14501}, int64_t{15000},
-                                         int64_t{16384}, int64_t{20000}, int64_t{20001},
-                                         int64_t{20002}, int64_t{20004}, int64_t{40000},
-                                         int64_t{40001})),
+                                         int64_t{16384}, int64_t{16385}, int64_t{20000},
+                                         int64_t{20001}, int64_t{20002}, int64_t{20004},
+                                         int64_t{40000}, int64_t{40001})),
     SuiteParamName);
 
 }  // namespace

@@ -27,7 +27,6 @@ using kernels::cuda::kClusterCtas;
 using kernels::cuda::kHeldClusterVectors;
 using kernels::cuda::kHeldRowThreads;
 using kernels::cuda::kMaxThreads;
-using kernels::cuda::kRealignedClusterElements;
 using kernels::cuda::kScalarClusterElements;
 using kernels::cuda::kTargetThreads;
 using kernels::cuda::kTwoVectorF32Threads;
@@ -72,9 +71,10 @@ TEST(RowLayoutTest, EveryLayoutCoversTheRowWithAnInstantiatedKernel) {
             ASSERT_NE(hidden % (16 / elem), 0);
           }
           if (pass == Pass::kBackward && elem == 2) {
-            // 16-bit backward rows stream exactly when they take single
-            // elements (the instances LaunchInstance compiles).
-            ASSERT_EQ(l.streaming(), l.vec == 1);
+            // No 16-bit backward instance streams or takes single elements
+            // (LaunchInstance).
+            ASSERT_FALSE(l.streaming());
+            ASSERT_GT(l.vec, 1);
           }
           if (l.streaming()) {
             ASSERT_EQ(l.tpr, kMaxThreads);
@@ -223,7 +223,7 @@ TEST(RowLayoutTest, MeasuredChoices) {
 
 // 16-bit backward rows of no whole vector take the layout of the row rounded
 // up to whole vectors, realigned: one block up to 16384 elements, a cluster
-// past kRealignedClusterElements; those between stream single elements.
+// beyond.
 TEST(RowLayoutTest, SixteenBitBackwardRowsOfNoVectorAreRealigned) {
   using kernels::cuda::RealignedRow;
   for (DType dtype : {DType::kF16, DType::kBF16}) {
@@ -235,13 +235,7 @@ TEST(RowLayoutTest, SixteenBitBackwardRowsOfNoVectorAreRealigned) {
             ChooseRowLayout(Pass::kBackward, dtype, (hidden + 7) / 8 * 8, /*aligned=*/true);
         SCOPED_TRACE(testing::Message() << "aligned " << aligned << " hidden " << hidden);
         ASSERT_EQ(rounded.ctas_per_row == 1, hidden <= 16384);
-        const bool realigned = hidden <= 16384 || hidden > kRealignedClusterElements;
-        ASSERT_EQ(l.realigned, realigned);
-        if (!realigned) {
-          ASSERT_EQ(l.vec, 1);
-          ASSERT_TRUE(l.streaming());
-          continue;
-        }
+        ASSERT_TRUE(l.realigned);
         ASSERT_EQ(l.vec, rounded.vec);
         ASSERT_EQ(l.iters, rounded.iters);
         ASSERT_EQ(l.tpr, rounded.tpr);
@@ -260,8 +254,7 @@ TEST(RowLayoutTest, SixteenBitBackwardRowsOfNoVectorAreRealigned) {
        {255, 1001, 2047, 4095, 4097, 5001, 6001, 7001, 8191, 10001, 12001, 14501, 16383}) {
     EXPECT_TRUE(ChooseRowLayout(Pass::kBackward, DType::kBF16, hidden, true).realigned) << hidden;
   }
-  EXPECT_TRUE(ChooseRowLayout(Pass::kBackward, DType::kBF16, 16385, true).streaming());
-  for (int64_t hidden : {20001, 24575, 32767, 40001, 65535}) {
+  for (int64_t hidden : {16385, 20001, 24575, 32767, 40001, 65535}) {
     const RowLayout l = ChooseRowLayout(Pass::kBackward, DType::kBF16, hidden, true);
     EXPECT_TRUE(l.realigned) << hidden;
     EXPECT_EQ(l.ctas_per_row, hidden <= 32768 ? kClusterCtas : kWideClusterCtas) << hidden;
@@ -365,11 +358,9 @@ TEST(RowLayoutTest, ScalarRowsHeldOrSplitWhereMeasuredFaster) {
   for (int64_t hidden : {8191, 10001, 12288}) {
     EXPECT_TRUE(layout(Pass::kBackward, DType::kF32, hidden).streaming()) << hidden;
   }
-  // fp32 rows past the cluster of eight stream, as 16-bit ones up to
-  // kRealignedClusterElements (wider ones are realigned: the test above).
-  for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
-    EXPECT_TRUE(layout(Pass::kBackward, dtype, 16385).streaming());
-  }
+  // fp32 rows past the cluster of eight stream (16-bit ones are realigned:
+  // the test above).
+  EXPECT_TRUE(layout(Pass::kBackward, DType::kF32, 16385).streaming());
 }
 
 // Rows in aligned buffers whose width a 16-byte vector does not divide but an
