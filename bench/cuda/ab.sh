@@ -9,8 +9,10 @@
 # Carry .carry and .devdeps (git-ignored).
 #   OUT=$OUT VARIANTS="a b" SHAPES=32768x4096,1x4096 [OPS=rms_fwd,ln_fwd] bash bench/cuda/ab.sh
 # (OPS_<dtype> / SHAPES_<dtype>, e.g. OPS_fp32, override OPS / SHAPES for that dtype.)
-# BENCH_ARGS: more bench flags, e.g. "--stats 1". TEST_FILTER: the suite on `new` before the bench
-# (TEST=0: none); TEST_FILTERS: filters run in parallel after it (see the end).
+# BENCH_ARGS: more bench flags, e.g. "--stats 1". CMAKE_ARGS: more configure flags for every
+# tree, e.g. "-DCMAKE_CUDA_ARCHITECTURES=90-real" (SASS only: about half the build).
+# TEST_FILTER: the suite on `new` before the bench (TEST=0: none); TEST_FILTERS: filters run in
+# parallel after it (see the end).
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 export LD_LIBRARY_PATH=$PWD/.devdeps/lib/x86_64-linux-gnu
@@ -23,9 +25,9 @@ mk() {  # name [patch]
   tar -C $REPO --exclude='./build*' --exclude=./.git --exclude=./.carry -cf - . | tar -C $dir -xf -
   if [[ $1 == base ]]; then rm -rf $dir/kernels/cuda && cp -r $REPO/.carry/base/kernels/cuda $dir/kernels/cuda; fi
   if [[ -n ${2:-} ]]; then (cd $dir && patch -p1 -s < $REPO/.carry/variants/$2.patch) || echo "PATCH FAILED $2"; fi
-  local tgt="normserve_cuda_bench normserve_peer_shim"; [[ $1 == new ]] && tgt="$tgt normserve_kernels_test"
+  local tgt="normserve_cuda_bench normserve_peer_shim"; [[ $1 == new && ( ${TEST:-1} == 1 || -n ${TEST_FILTERS:-} ) ]] && tgt="$tgt normserve_kernels_test"
   (cd $dir && timeout 400 cmake -S . -B b -G Ninja -DNORMSERVE_KERNELS_ONLY=ON -DCMAKE_PREFIX_PATH=$REPO/.devdeps \
-     -DNORMSERVE_CUDA_RESOURCE_USAGE=ON > build.log 2>&1 && timeout 400 cmake --build b -j8 --target $tgt >> build.log 2>&1) \
+     -DNORMSERVE_CUDA_RESOURCE_USAGE=ON ${CMAKE_ARGS:-} > build.log 2>&1 && timeout 400 cmake --build b -j8 --target $tgt >> build.log 2>&1) \
      || { echo "BUILD FAILED $1"; grep -E "error" $dir/build.log | head; tail -5 $dir/build.log; }
 }
 stamp build
@@ -40,6 +42,8 @@ if [[ ${TEST:-1} == 1 ]]; then
     --gtest_filter="${TEST_FILTER:-*cuda*}" > "$OUT/tests.log" 2>&1
   echo "suite rc=$?"; grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran" "$OUT/tests.log" | head -20
 fi
+# BEFORE_BENCH: a command run first, e.g. one that waits for tests started beside the build.
+eval "${BEFORE_BENCH:-}"
 stamp bench
 watch=$(bash "$REPO/bench/cuda/clock_watch.sh" start "$OUT/clocks.csv")
 for r in a b; do

@@ -120,7 +120,7 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
   // kRealigned (RowLayout::realigned): each thread copies the aligned 16-byte
   // words of its vectors' slots of the row's span (RealignedStagedRowLength,
   // zeros past the row's end) and reads the two around each of its vectors
-  // shifted into place (ShiftedWord): other threads' copies, so a block
+  // shifted into place (ShiftedSharedWord): other threads' copies, so a block
   // barrier follows the copies' wait and precedes the next row's copies.
   static_assert(
       !kRealigned || (!kFull && !kHeld && !kPadded && kWeightRow && sizeof(T) * VEC == 16),
@@ -245,9 +245,7 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
     const int col = (it * tpr + t) * VEC;
     if constexpr (kRealigned) {
       const T* at = slot(s, which) + word_slot(it) * VEC;
-      UnpackRaw<T, VEC>(ShiftedWord(*reinterpret_cast<const uint4*>(at),
-                                    *reinterpret_cast<const uint4*>(at + VEC), shifts[which]),
-                        v);
+      UnpackRaw<T, VEC>(ShiftedSharedWord(at, shifts[which]), v);
       return;
     }
     if (kPadded || in_row(it, col)) {
@@ -309,12 +307,27 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
     const int64_t next = row + c.stride;
     const bool live = row < c.end;
     float mean = next_mean, rstd = next_rstd;
-    // The stage read by this thread in the previous step takes the next row.
-    stage_row(next, s ^ 1);
-    saved_stats(next, next_mean, next_rstd);
-    CpAsyncWait<kStagedRows - 1>();  // this row's copies have landed
+    // A realigned row's threads read each other's copies, so a block barrier
+    // follows the wait for them. In one block the next row's copies are issued
+    // after that barrier, into the stage every thread is then done with: one
+    // barrier a row (against two: 8192 x 8191 bf16 RMSNorm 196.3 -> 182.9 us,
+    // gpu-2026-11-28-round49.md, table 1). Over a cluster they are issued
+    // before the wait, as in the other layouts, and a second barrier at the
+    // row's end guards the stage: the one-barrier form was 2-3 % slower on
+    // LayerNorm rows there (4096 x 16385, 2048 x 32767).
+    constexpr bool kCopiesAfterBarrier = kRealigned && kCtas == 1;
+    if constexpr (!kCopiesAfterBarrier) {
+      // The stage read by this thread in the previous step takes the next row.
+      stage_row(next, s ^ 1);
+      saved_stats(next, next_mean, next_rstd);
+    }
+    CpAsyncWait<kCopiesAfterBarrier ? 0 : kStagedRows - 1>();  // this row's copies have landed
     if constexpr (kRealigned) {
       __syncthreads();  // and every other thread's, which this one reads
+      if constexpr (kCopiesAfterBarrier) {
+        stage_row(next, s ^ 1);
+        saved_stats(next, next_mean, next_rstd);
+      }
       shifts[kX] = shift_of(x, live ? row : 0);
       shifts[kDy] = shift_of(dy, live ? row : 0);
       if (y != nullptr) shifts[kY] = shift_of(y, live ? row : 0);
@@ -419,7 +432,9 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
         }
       }
     }
-    if constexpr (kRealigned) __syncthreads();  // before the next row's copies overwrite it
+    if constexpr (kRealigned && !kCopiesAfterBarrier) {
+      __syncthreads();  // before the next row's copies overwrite its stage
+    }
     row = next;
   }
   CpAsyncWait<0>();  // the last (empty) stages, before shared memory is reused

@@ -38,6 +38,27 @@ __device__ __forceinline__ uint4 ShiftedWord(const uint4& lo, const uint4& hi, i
                __funnelshift_r(s[2], s[3], bits), __funnelshift_r(s[3], s[4], bits)};
 }
 
+// ShiftedWord of the 32 bytes from `at` (16-byte aligned, in shared memory):
+// three 8-byte loads from the 8-byte word that holds byte `shift`, so only bit
+// 2 of the shift is left to select by (5 selects where ShiftedWord's 4-way
+// choice of words takes 15, 18 % of the realigned backward's stall samples in
+// gpu-2026-11-28-round48.md, table 6). With the byte-permuted stores below:
+// bf16 RMSNorm backward 8192 x 8191 218.6 -> 196.3 us, 4096 x 14501 194.8 ->
+// 158.9 on an H200 (gpu-2026-11-28-round49.md, table 1). Five 4-byte loads
+// and no selects were slower at 60 of 64 cells, up to 1.18x (table 2).
+__device__ __forceinline__ uint4 ShiftedSharedWord(const void* at, int shift) {
+  const uint2* pairs = static_cast<const uint2*>(at) + (shift >> 3);
+  const uint2 p0 = pairs[0], p1 = pairs[1], p2 = pairs[2];
+  const uint32_t w[6] = {p0.x, p0.y, p1.x, p1.y, p2.x, p2.y};
+  const bool odd = (shift & 4) != 0;
+  const unsigned bits = 8u * (shift & 3);
+  uint32_t s[5];
+#pragma unroll
+  for (int j = 0; j < 5; ++j) s[j] = odd ? w[j + 1] : w[j];
+  return uint4{__funnelshift_r(s[0], s[1], bits), __funnelshift_r(s[1], s[2], bits),
+               __funnelshift_r(s[2], s[3], bits), __funnelshift_r(s[3], s[4], bits)};
+}
+
 // The 16 bytes of `row` (`len` elements of U) from element e, zeros at and
 // past len.
 template <typename U>
@@ -132,11 +153,16 @@ __device__ __forceinline__ void StoreRealignedFloats(T* row, int col, int len,
         for (int i = 0; i < N / 2; ++i) reinterpret_cast<uint32_t*>(dst)[i] = words[i];
         return;
       }
-      // 2 mod 4: one element, the pairs between, one element.
+      // 2 mod 4: one element, the pairs between, one element. Each pair is
+      // the high half of one packed word and the low half of the next (a
+      // byte permute): copying the pairs out of raw.v + 1 instead went
+      // through local memory (gpu-2026-11-28-round48.md, table 6).
+      __builtin_memcpy(words, raw.v, sizeof(words));
       dst[0] = raw.v[0];
-      __builtin_memcpy(words, raw.v + 1, sizeof(T) * (N - 2));
 #pragma unroll
-      for (int i = 0; i < N / 2 - 1; ++i) reinterpret_cast<uint32_t*>(dst + 1)[i] = words[i];
+      for (int i = 0; i < N / 2 - 1; ++i) {
+        reinterpret_cast<uint32_t*>(dst + 1)[i] = __byte_perm(words[i], words[i + 1], 0x5432);
+      }
       dst[N - 1] = raw.v[N - 1];
       return;
     }
