@@ -16,7 +16,9 @@ ctest --test-dir build --output-on-failure --timeout 1800
 cmake -S . -B build-nocuda -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DNORMSERVE_KERNELS_ONLY=ON -DNORMSERVE_ENABLE_CUDA=OFF -DNORMSERVE_BUILD_BENCH=OFF
 cmake --build build-nocuda -j"$(nproc)"
-ctest --test-dir build-nocuda --output-on-failure
+# Compute tests only (no servers, ports or timing), so they run side by side:
+# their float64 references are single-threaded.
+ctest --test-dir build-nocuda --output-on-failure -j"$(nproc)"
 
 # The batching core has no gRPC in it (TSan cannot see into Debian's
 # uninstrumented gRPC), so it is checked for races on its own.

@@ -377,23 +377,6 @@ __device__ __forceinline__ void BackwardRows(const BackwardArgs& a, const ChunkR
   }
 }
 
-// Blocks of kMaxThreads per SM that BackwardKernel's registers must allow (0:
-// no bound given, the compiler's choice): two for rows of single elements (vec
-// 1), at least 4 per thread, in one block, which take 97 registers unbounded
-// (one block of 512 threads per SM; ncu on the H200, bf16 RMSNorm 8192 x 4095:
-// 25 % occupancy, DRAM 20 % busy) and 64 bounded (68-76 bytes of spill at 8
-// per thread). Measured (bench/results/gpu-2026-11-27-round41.md, calls 7-9),
-// H200: bf16 add + RMSNorm 8192 x 4095 392.4 -> 283.7 us, RMSNorm 16384 x 2047
-// 247.9 -> 176.6, LayerNorm 16384 x 1001 142.5 -> 129.0; fp32 add + RMSNorm
-// 16384 x 3001 575.5 -> 428.8; H100 alike (add + RMSNorm 8192 x 4095 405.3 ->
-// 295.0, 16384 x 2047 450.1 -> 259.9); but RMSNorm bf16 16384 x 3001 (H200
-// 333.9 -> 344.3, H100 2 %) and fp32 16384 x 1001 (116.0 -> 121.6, H100 5 %)
-// slower. Rows split over a cluster, which the compiler holds to 64 registers
-// unbounded, lost with a bound: 32-63 % at one block (93-127 registers; H100
-// bf16 RMSNorm 4096 x 14500 528.6 -> 699.3), 1-2 % at two (H200).
-template <int VEC, int ITERS, int kCtas>
-inline constexpr int kBackwardMinBlocks = VEC == 1 && ITERS >= 4 && kCtas == 1 ? 2 : 0;
-
 // One block per chunk; each row group walks its row of each of the chunk's
 // tiles, accumulating its columns' dw / db in shared memory.
 // kCenter (LayerNorm) is chosen by the launcher. kCtas > 1: one row group per
@@ -402,7 +385,7 @@ inline constexpr int kBackwardMinBlocks = VEC == 1 && ITERS >= 4 && kCtas == 1 ?
 // rows are padded to whole vectors (RealignedRowLength; a cluster's blocks hold
 // whole vectors of their share anyway).
 template <typename T, int VEC, int ITERS, bool kCenter, int kCtas = 1, bool kRealigned = false>
-__global__ void __launch_bounds__(kMaxThreads, kBackwardMinBlocks<VEC, ITERS, kCtas>)
+__global__ void __launch_bounds__(kMaxThreads)
     BackwardKernel(const BackwardArgs a, const int tpr, const int rows_per_cta,
                    const int64_t chunk_rows) {
   AllowDependentLaunch();  // ReducePartialsKernel waits for this grid's end itself
@@ -450,27 +433,6 @@ __global__ void __launch_bounds__(kMaxThreads, kBackwardMinBlocks<VEC, ITERS, kC
       WriteBlockColumnsPartial<VEC, kCtas>(a, chunk, total_chunks, tpr, rank, acc_len, rows, which);
     }
   }
-}
-
-// Bytes of shared memory up to which BackwardStreamKernel keeps its chunk's
-// dw / db partial rows there rather than in the workspace (two blocks per SM
-// still fit): a vec-1 row's dx pass otherwise loads and stores them in global
-// memory for every element, and each vector's loads wait behind the previous
-// one's stores. Measured on the H100 (round42.md, call 2, with the batches
-// above, before the row prefetch) against the kernel before (partials in the
-// workspace, one vector per batch): bf16 LayerNorm 8192 x 8191 778.1 -> 515.2 us,
-// 4096 x 10001 598.0 -> 332.5, add + RMSNorm 2048 x 20001 693.1 -> 465.2;
-// fp32 LayerNorm 8192 x 8191 938.8 -> 590.0, RMSNorm 16384 x 4097 645.7 ->
-// 583.8; bf16 RMSNorm 16384 x 4097 493.9 -> 515.3 slower.
-inline constexpr size_t kStreamSharedPartialBytes = 100 * 1024;
-
-// Dynamic shared memory of a BackwardStreamKernel launch: its dw / db partial
-// rows, or 0 where they stay in the workspace (none wanted, or too long).
-inline size_t StreamSharedPartialBytes(const BackwardArgs& a) {
-  if (a.workspace == nullptr) return 0;
-  const int rows = (a.grad_weight != nullptr ? 1 : 0) + (a.grad_bias != nullptr ? 1 : 0);
-  const size_t bytes = sizeof(float) * rows * static_cast<size_t>(a.hidden);
-  return bytes <= kStreamSharedPartialBytes ? bytes : 0;
 }
 
 // Prefetches into L2 the tensors of `row` that BackwardStreamKernel's passes
@@ -617,18 +579,16 @@ __device__ __forceinline__ void ZeroOwnColumns(int t, int tpr, int d, float* dw,
   }
 }
 
-// Rows too long for registers: one block per chunk, rows one after another,
-// several passes per row (L2-resident; StreamPass). The chunk's dw / db
-// partials accumulate in shared memory where the launch gave it
-// (StreamSharedPartialBytes), else in its workspace rows; each column is owned
-// by one thread throughout, so no barrier orders them.
+// Rows too long for registers (fp32 rows of no whole 16-byte vector past
+// 32768): one block per chunk, rows one after another, several passes per row
+// (L2-resident; StreamPass). The chunk's dw / db partials accumulate in its
+// workspace rows (too long to fit shared memory); each column is owned by one
+// thread throughout, so no barrier orders them.
 template <typename T, int VEC>
 __global__ void __launch_bounds__(kMaxThreads)
-    BackwardStreamKernel(const BackwardArgs a, const int64_t chunk_rows,
-                         const bool shared_partials) {
+    BackwardStreamKernel(const BackwardArgs a, const int64_t chunk_rows) {
   AllowDependentLaunch();  // ReducePartialsKernel waits for this grid's end itself
   __shared__ float scratch_buffers[GroupScratch::kFloats];
-  extern __shared__ float shared_rows[];
   GroupScratch scratch{scratch_buffers};
   const int tpr = blockDim.x;
   const int t = threadIdx.x;
@@ -643,24 +603,8 @@ __global__ void __launch_bounds__(kMaxThreads)
                        ? nullptr
                        : static_cast<float*>(a.workspace) +
                              (static_cast<int64_t>(total_chunks) + chunk) * a.hidden;
-  if (!shared_partials) {
-    ZeroOwnColumns<VEC>(t, tpr, d, dw_part, db_part);
-    BackwardStreamRows<T, VEC>(a, c, tpr, t, scratch, dw_part, db_part);
-    return;
-  }
-  // Two calls rather than one on a selected pointer: the compiler then knows
-  // these accumulators are shared memory, apart from the rows' global memory.
-  float* dw = dw_part != nullptr ? shared_rows : nullptr;
-  float* db = db_part != nullptr ? shared_rows + (dw_part != nullptr ? d : 0) : nullptr;
-  ZeroOwnColumns<VEC>(t, tpr, d, dw, db);
-  BackwardStreamRows<T, VEC>(a, c, tpr, t, scratch, dw, db);
-  for (int col = t * VEC; col < d; col += tpr * VEC) {
-#pragma unroll
-    for (int i = 0; i < VEC; ++i) {
-      if (dw != nullptr) dw_part[col + i] = dw[col + i];
-      if (db != nullptr) db_part[col + i] = db[col + i];
-    }
-  }
+  ZeroOwnColumns<VEC>(t, tpr, d, dw_part, db_part);
+  BackwardStreamRows<T, VEC>(a, c, tpr, t, scratch, dw_part, db_part);
 }
 
 // Stage two: out[s][j] = scale_j * sum over segment s's chunks c of

@@ -150,28 +150,23 @@ StageOne ChooseGeneralStageOne(const RowLayout& layout, int64_t hidden, bool pla
            StagedBlocksPerSm(staged_bytes(ctas, tensors), kCtas) >= plan_blocks;
   };
   if (layout.ctas_per_row > 1) {
-    // ChooseRowLayout splits only rows of four values or vectors per thread
-    // into clusters of kClusterCtas, kWideClusterCtas or kWidestClusterCtas
-    // blocks holding one row each; rows of vec 1 (kScalarClusterElements) run
-    // the generic instance.
-    if constexpr (ITERS == 4) {
+    // ChooseRowLayout splits only rows of four vectors per thread (16-byte
+    // ones, or 16-bit half vectors; fp32 rows of no whole vector are
+    // realigned or stream) into clusters of kClusterCtas, kWideClusterCtas or
+    // kWidestClusterCtas blocks holding one row each.
+    if constexpr (ITERS == 4 && (sizeof(T) == 2 || VEC * sizeof(T) == 16)) {
       if (layout.rows_per_cta != 1) return s;
       auto cluster = [&](auto ctas) {
         constexpr int kCtas = decltype(ctas)::value;
-        if constexpr (VEC * sizeof(T) >= 8) {
-          if (plain) return staged(ctas, std::false_type{}, kWithWeightRow);
-          // Fused rows staged where they fit (fused_stages_fit); otherwise the
-          // generic instance, dw / db accumulators [2][block's columns] fp32.
-          // Measured on the H100 (gpu-2026-11-25-round15.md), add + RMSNorm
-          // backward of a saved p: bf16 4096 x 20000 512 -> 314 us, 1024 x
-          // 65536 361 -> 211; fp32 8192 x 16384 857 -> 724, 1024 x 65536 492 ->
-          // 379. Rows of half vectors alike (gpu-2026-11-28-round43.md, call
-          // 2): fp32 8192 x 8190 599.1 -> 411.1, bf16 4096 x 14500 349.7 ->
-          // 230.4; fp32 2048 x 20002 (a cluster of eight) 378.4 -> 417.3, but
-          // the chunk plan is the staged instance's (BackwardResidentBlocks),
-          // with which the generic one took 605.1 (call 3).
-          if (fused_stages_fit(ctas)) return staged(ctas, std::true_type{}, kWithWeightRow);
-        }
+        if (plain) return staged(ctas, std::false_type{}, kWithWeightRow);
+        // Fused rows staged where they fit (fused_stages_fit); otherwise the
+        // generic instance, dw / db accumulators [2][block's columns] fp32.
+        // Measured on the H100 (gpu-2026-11-25-round15.md), add + RMSNorm
+        // backward of a saved p: bf16 4096 x 20000 512 -> 314 us, 1024 x 65536
+        // 361 -> 211; fp32 8192 x 16384 857 -> 724, 1024 x 65536 492 -> 379.
+        // Rows of half vectors alike (gpu-2026-11-28-round43.md, call 2): bf16
+        // 4096 x 14500 349.7 -> 230.4.
+        if (fused_stages_fit(ctas)) return staged(ctas, std::true_type{}, kWithWeightRow);
         return RegisterClusterStageOne<T, VEC, ITERS, kCenter, kCtas, false>(layout, hidden,
                                                                              partials);
       };
@@ -256,7 +251,8 @@ StageOne ChooseStageOne(const RowLayout& layout, int64_t hidden, bool plain, boo
                         bool partials, int tensors, bool residual_as_stored, int plan_blocks) {
   if (layout.realigned) {  // staged where its rows fit, else the register kernel
     StageOne s;
-    if constexpr (sizeof(T) == 2 && VEC * sizeof(T) == 16) {
+    if constexpr (VEC * sizeof(T) == 16 &&
+                  VEC * ITERS <= MaxElemsPerThread(Pass::kBackward, sizeof(T))) {
       // Rows past one block (RealignedRow): the rounded row's cluster, each
       // block staging its runs of vectors (RealignedStagedRowLength).
       auto staged_bytes = [&](int ctas, int staged_tensors) {
@@ -269,7 +265,7 @@ StageOne ChooseStageOne(const RowLayout& layout, int64_t hidden, bool plain, boo
         constexpr bool kFused = decltype(fused)::value;
         s.cluster_ctas = kCtas;
         s.shared_bytes = staged_bytes(kCtas, kFused ? tensors : 2);
-        if constexpr (ITERS == 2 && kCtas == 1) {  // two blocks per SM, as the paired rows
+        if constexpr (sizeof(T) == 2 && ITERS == 2 && kCtas == 1) {  // two blocks per SM, paired
           if (layout.threads() > kTargetThreads && layout.threads() <= kPairedThreads) {
             s.kernel = db ? &BackwardStagedPairedKernel<T, true, kCenter, false, kFused, true>
                           : &BackwardStagedPairedKernel<T, false, kCenter, false, kFused, true>;
@@ -332,13 +328,7 @@ cudaError_t LaunchBackwardRows(const BackwardArgs& a, const RowLayout& layout, i
     constexpr int kVec = decltype(vec)::value;
     constexpr int kIters = decltype(iters)::value;
     if constexpr (kIters == 0) {
-      const size_t bytes = StreamSharedPartialBytes(a);
-      if (const cudaError_t err = AllowDynamicShared(&BackwardStreamKernel<T, kVec>, bytes);
-          err != cudaSuccess) {
-        return err;
-      }
-      BackwardStreamKernel<T, kVec>
-          <<<a.total_chunks, kMaxThreads, bytes, stream>>>(a, chunk_rows, bytes > 0);
+      BackwardStreamKernel<T, kVec><<<a.total_chunks, kMaxThreads, 0, stream>>>(a, chunk_rows);
       return cudaGetLastError();
     } else {
       const bool plain = a.y == nullptr && a.grad_residual_out == nullptr;
@@ -393,7 +383,7 @@ int BackwardResidentBlocks(const RowLayout& layout, int64_t hidden, int sms) {
                                      static_cast<unsigned>(layout.threads()), bytes, nullptr);
           return cudaOccupancyMaxActiveClusters(&clusters, kernel, &launch.config);
         };
-        if constexpr (kIters == 0) {  // two blocks per SM also with shared partials
+        if constexpr (kIters == 0) {
           return occupancy(&BackwardStreamKernel<T, kVec>, 0, 1);
         } else {
           const StageOne s = ChooseStageOne<T, kVec, kIters, true>(

@@ -245,7 +245,7 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
     const int col = (it * tpr + t) * VEC;
     if constexpr (kRealigned) {
       const T* at = slot(s, which) + word_slot(it) * VEC;
-      UnpackRaw<T, VEC>(ShiftedSharedWord(at, shifts[which]), v);
+      UnpackRaw<T, VEC>(ShiftedSharedWord<sizeof(T)>(at, shifts[which]), v);
       return;
     }
     if (kPadded || in_row(it, col)) {

@@ -8,7 +8,8 @@
 //         backward rows (HeldIters).
 // 16-bit backward rows never stream and never take vec 1 (rows up to 65536
 // fit registers, a cluster at most, and those of no whole vector are
-// realigned: RealignedRow), so those instances are not compiled.
+// realigned: RealignedRow); fp32 backward rows of vec 1 only stream (those up
+// to 32768 are realigned); so those instances are not compiled.
 // `launch` is called as launch(std::integral_constant<int, VEC>{},
 // std::integral_constant<int, ITERS>{}) and returns a cudaError_t.
 #ifndef NORMSERVE_KERNELS_CUDA_DISPATCH_CUH_
@@ -27,7 +28,8 @@ using IntConst = std::integral_constant<int, N>;
 
 template <Pass kPass, typename T, int VEC, int ITERS, typename Launch>
 cudaError_t LaunchInstance(Launch& launch) {
-  if constexpr (kPass == Pass::kBackward && sizeof(T) == 2 && (VEC == 1 || ITERS == 0)) {
+  if constexpr (kPass == Pass::kBackward && ((sizeof(T) == 2 && (VEC == 1 || ITERS == 0)) ||
+                                             (sizeof(T) == 4 && VEC == 1 && ITERS != 0))) {
     return cudaErrorInvalidConfiguration;  // ChooseRowLayout never picks it (above)
   } else if constexpr (ITERS == 0 || HeldIters(kPass, static_cast<int>(sizeof(T)), VEC, ITERS) ||
                        ((ITERS & (ITERS - 1)) == 0 &&

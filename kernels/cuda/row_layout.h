@@ -181,24 +181,17 @@ inline int FewerForwardVectors(int64_t hidden, int64_t vectors) {
   return ThreadsFor(vectors, fewer) * fewer == vectors ? fewer : 0;
 }
 
-// Rows of no whole 16-byte vector (vec 1: hidden not a multiple of 16 bytes'
-// worth of elements, or unaligned buffers) longer than 8 values per thread of
-// a block: 16-bit forward rows are held at 16 or 32 values per thread where
+// Forward rows of no whole 16-byte vector (vec 1: hidden not a multiple of 16
+// bytes' worth of elements, or unaligned buffers) longer than 8 values per
+// thread of a block: 16-bit ones are held at 16 or 32 values per thread where
 // they fill more than three quarters of them, rather than streamed (read
-// twice); backward rows longer than kScalarClusterElements are split over a
-// cluster of eight blocks (four values per thread), as rows of vectors are.
+// twice). (Backward rows of no whole vector are realigned: RealignedRow.)
 // Measured on the H200 against streaming (bench/results/gpu-2026-11-27-
-// round41.md, call 4; the H100 alike, call 5), forward bf16 RMSNorm 8192 x
-// 8191 204.1 -> 153.6 us, 4096 x 14500 181.6 -> 164.5, 2048 x 16383 112.2 ->
-// 92.3, LayerNorm 235.1 -> 179.6, 215.5 -> 198.8, 129.9 -> 111.8; but 4096 x
-// 10001 (61 % of the values) 129.7 -> 140.6 and fp32 rows (8192 x 8191
-// LayerNorm 199.6 -> 274.1) slower. Backward, bf16 LayerNorm 4096 x 14500
-// 1084.8 -> 589.7 us, 2048 x 16383 633.7 -> 313.9, RMSNorm 550.0 -> 527.9,
-// 359.8 -> 275.7, add + RMSNorm 798.0 -> 697.0; fp32 LayerNorm 4096 x 14501
-// 1068.9 -> 584.0; but shorter rows, which stream from L2 faster, slower: bf16
-// RMSNorm 8192 x 8191 485.0 -> 1008.4, 4096 x 10001 314.1 -> 470.9 (fp32 8191
-// faster: 626.6 -> 513.9).
-inline constexpr int64_t kScalarClusterElements = 12288;
+// round41.md, call 4; the H100 alike, call 5), bf16 RMSNorm 8192 x 8191 204.1
+// -> 153.6 us, 4096 x 14500 181.6 -> 164.5, 2048 x 16383 112.2 -> 92.3,
+// LayerNorm 235.1 -> 179.6, 215.5 -> 198.8, 129.9 -> 111.8; but 4096 x 10001
+// (61 % of the values) 129.7 -> 140.6 and fp32 rows (8192 x 8191 LayerNorm
+// 199.6 -> 274.1) slower.
 inline bool HeldScalarForwardRow(Pass pass, DType dtype, int vec, int64_t vectors, int iters) {
   return pass == Pass::kForward && vec == 1 && DTypeSize(dtype) == 2 && iters <= 32 &&
          4 * vectors > 3 * int64_t{iters} * kMaxThreads;
@@ -230,9 +223,24 @@ inline int VectorElements(DType dtype, int64_t hidden, bool aligned) {
   return hidden % (full_vec / 2) == 0 ? full_vec / 2 : 1;
 }
 
-inline RowLayout ChooseRowLayout(Pass pass, DType dtype, int64_t hidden, bool aligned);
+inline RowLayout GeneralRowLayout(Pass pass, DType dtype, int64_t hidden, bool aligned);
 
-// 16-bit backward rows of no whole vector (vec 1: odd widths, or buffers not
+// Backward rows realigned (RealignedRow): those of no whole vector (vec 1),
+// and fp32 rows of half vectors that one block does not hold (hidden of 2 mod
+// 4 past 4096), which half vectors would split over a cluster. In one block
+// (at most 4 per thread, padded: ChooseGeneralStageOne) half vectors measured
+// faster than realigned on the H200 (bench/results/gpu-2026-11-29-round50.md,
+// table 3): 16384 x 1002 RMSNorm / LayerNorm 59.8 / 63.0 against 67.5 /
+// 76.1 us, 4096 x 4090 add + RMSNorm with y 98.8 against 109.1.
+inline bool RealignedWidth(DType dtype, int64_t hidden, bool aligned) {
+  const int vec = VectorElements(dtype, hidden, aligned);
+  if (vec == 1) return true;
+  if (DTypeSize(dtype) != 4 || vec != 2) return false;
+  const RowLayout half = GeneralRowLayout(Pass::kBackward, dtype, hidden, aligned);
+  return half.streaming() || half.ctas_per_row > 1;
+}
+
+// Backward rows of RealignedWidth (16-bit: odd widths, or buffers not
 // 16-byte aligned): the layout of the row rounded up to whole vectors,
 // realigned (realigned.cuh: each vector shifted into place from the two
 // aligned words around it), rather than one 2-byte access per thread and step. A thread adds the
@@ -259,34 +267,55 @@ inline RowLayout ChooseRowLayout(Pass pass, DType dtype, int64_t hidden, bool al
 // 456.5 -> 324.2; 4096 x 16385 438.6 -> 243.4 / 927.8 -> 320.3 / 566.8 ->
 // 398.8. Fused rows of x and y that do not fit (32767 and wider) keep the
 // register kernel over the cluster.
+// fp32 rows (RealignedWidth) take the rounded row's general layout, not a
+// held one (HeldIters: its kernel moves aligned rows), up to a cluster of
+// four (the realigned instances'); wider ones (past 32768) stream. Measured
+// on the H200 against e9a9fcf (half vectors over a cluster, single elements
+// over a cluster of eight or streamed; bench/results/gpu-2026-11-29-
+// round50.md, table 3), RMSNorm / LayerNorm / add + RMSNorm / the same with
+// y backward: 8192 x 8190 321.9 -> 228.0 / 367.5 -> 236.5 / 362.0 -> 286.1
+// / 391.3 -> 386.4 us; 8192 x 8191 357.9 -> 247.8 / 366.8 -> 254.4 / 447.4
+// -> 317.6 / 561.0 -> 426.0; 4096 x 14501 524.9 -> 203.2 / 582.5 -> 254.5 /
+// 650.9 -> 284.9 / 684.2 -> 403.4; 16384 x 4097 add + RMSNorm 392.8 ->
+// 351.5, with y 436.0 -> 433.5 (the closest).
 inline RowLayout RealignedRow(DType dtype, int64_t hidden) {
   const int full_vec = 16 / static_cast<int>(DTypeSize(dtype));
   const int64_t rounded = (hidden + full_vec - 1) / full_vec * full_vec;
-  RowLayout layout = ChooseRowLayout(Pass::kBackward, dtype, rounded, /*aligned=*/true);
-  layout.realigned = layout.iters > 0;
+  RowLayout layout = GeneralRowLayout(Pass::kBackward, dtype, rounded, /*aligned=*/true);
+  layout.realigned = layout.iters > 0 && layout.ctas_per_row <= kWideClusterCtas;
   return layout;
 }
 
 inline RowLayout ChooseRowLayout(Pass pass, DType dtype, int64_t hidden, bool aligned) {
-  RowLayout layout;
-  const int elem = static_cast<int>(DTypeSize(dtype));
-  if (pass == Pass::kBackward && elem == 2 && VectorElements(dtype, hidden, aligned) == 1) {
+  if (pass == Pass::kBackward && RealignedWidth(dtype, hidden, aligned)) {
     if (const RowLayout realigned = RealignedRow(dtype, hidden); realigned.realigned) {
       return realigned;
     }
   }
-  const int full_vec = 16 / elem;
-  layout.vec = VectorElements(dtype, hidden, aligned);
-  const bool wide = layout.vec == full_vec;
-  const int64_t vectors = (hidden + layout.vec - 1) / layout.vec;
-  if (pass == Pass::kBackward && wide && elem == 4) {  // fp32: the held layouts (HeldIters)
+  const int elem = static_cast<int>(DTypeSize(dtype));
+  const int vec = VectorElements(dtype, hidden, aligned);
+  const int64_t vectors = (hidden + vec - 1) / vec;
+  if (pass == Pass::kBackward && vec == 16 / elem && elem == 4) {  // fp32: held (HeldIters)
     if (vectors > 4 * kHeldRowThreads && vectors <= kClusterCtas * kHeldClusterVectors) {
+      RowLayout layout;
+      layout.vec = vec;
       layout.ctas_per_row = vectors > kHeldClusterVectors ? kClusterCtas : 1;
       layout.tpr = kHeldRowThreads * layout.ctas_per_row;
       layout.iters = static_cast<int>((vectors + layout.tpr - 1) / layout.tpr);
       return layout;
     }
   }
+  return GeneralRowLayout(pass, dtype, hidden, aligned);
+}
+
+// ChooseRowLayout but for its realigned and held rows.
+inline RowLayout GeneralRowLayout(Pass pass, DType dtype, int64_t hidden, bool aligned) {
+  RowLayout layout;
+  const int elem = static_cast<int>(DTypeSize(dtype));
+  const int full_vec = 16 / elem;
+  layout.vec = VectorElements(dtype, hidden, aligned);
+  const bool wide = layout.vec == full_vec;
+  const int64_t vectors = (hidden + layout.vec - 1) / layout.vec;
   // Preferred vectors per thread: enough independent 16-byte loads in flight,
   // few enough registers for several blocks per SM.
   // Backward keeps dw / db in shared memory but holds x, y, dy as stored plus a
@@ -377,7 +406,7 @@ inline RowLayout ChooseRowLayout(Pass pass, DType dtype, int64_t hidden, bool al
   // 410 us, LayerNorm 1382 -> 375 us; bf16 1024 x 65536 1166 -> 172 us,
   // 2198 -> 183 us (bench/results/gpu-2026-11-24-round11.md); fp32 rows up
   // to 65536 over eight.
-  if (pass == Pass::kBackward && !fits && (layout.vec > 1 || hidden > kScalarClusterElements)) {
+  if (pass == Pass::kBackward && !fits && layout.vec > 1) {
     const int64_t per_row = (vectors + 3) / 4;
     for (const int ctas : {kClusterCtas, kWideClusterCtas, kWidestClusterCtas}) {
       const int64_t cluster_tpr = (per_row + 32 * ctas - 1) / (32 * ctas) * (32 * ctas);

@@ -165,19 +165,17 @@ TEST_P(ManyRowsBackwardTest, EveryRowAndTheReductionsMatchReference) {
 // instances, with and without bounds tests). 15000 and 16384: 16-bit rows
 // whose fused stages with y leave no room for scale * w in shared memory.
 // 40000: rows split over four blocks (16-bit) or eight (fp32). 14501: rows of
-// no whole 16-byte vector (vec 1): fp32 ones split over a cluster of eight
-// blocks (kScalarClusterElements), 16-bit ones realigned (RealignedRow: 480
-// threads of 4 vectors); 4095: fp32 rows in one block of 512 threads, 8 each,
-// two blocks per SM (kBackwardMinBlocks), 16-bit ones realigned (256 threads
-// of 2 vectors); 4097, 6001 and 10001: 16-bit ones realigned in blocks of 288
-// threads (the paired instance), 384 and 320 (4 vectors each). 14500: 16-bit
-// rows of half vectors (8 bytes) in one block of 512 threads, 8 each; 20004
-// over a cluster of four (16-bit), 20002 fp32 ones over eight. 20001 and
-// 40001: fp32 rows stream (20001's RMSNorm dw partials in shared memory, the
-// others' in the workspace: StreamSharedPartialBytes), 16-bit ones realigned
-// and staged over a cluster of two / four blocks of 4 vectors each. 16385:
-// fp32 rows stream, 16-bit ones realigned and staged over two blocks of 288
-// threads.
+// no whole 16-byte vector (vec 1), realigned (RealignedRow): 480 threads of 4
+// vectors, a cluster of two of them in fp32; 4095: realigned in 256 threads of
+// 2 vectors (16-bit) or 4 (fp32); 4097, 6001 and 10001: 16-bit ones realigned
+// in blocks of 288 threads (the paired instance), 384 and 320 (4 vectors
+// each), fp32 ones in 288 and 384 threads of 4 and a cluster of two blocks of
+// 320. 14500: 16-bit rows of half vectors (8 bytes) in one block of 512
+// threads, 8 each; 20004 over a cluster of four (16-bit). 20001, 20002 (fp32
+// half vectors) and 16385: realigned and staged over a cluster of four blocks
+// in fp32, two (16385: of 288 threads) or four in 16-bit. 40001: fp32 rows
+// stream (dw / db partials in the workspace), 16-bit ones realigned over a
+// cluster of four.
 INSTANTIATE_TEST_SUITE_P(
     Kernels, ManyRowsBackwardTest,
     ::testing::Combine(::testing::ValuesIn(BackendNames()), AllDTypes(),

@@ -27,7 +27,6 @@ using kernels::cuda::kClusterCtas;
 using kernels::cuda::kHeldClusterVectors;
 using kernels::cuda::kHeldRowThreads;
 using kernels::cuda::kMaxThreads;
-using kernels::cuda::kScalarClusterElements;
 using kernels::cuda::kTargetThreads;
 using kernels::cuda::kTwoVectorF32Threads;
 using kernels::cuda::kWideClusterCtas;
@@ -50,12 +49,11 @@ TEST(RowLayoutTest, EveryLayoutCoversTheRowWithAnInstantiatedKernel) {
                                           << " aligned " << aligned << " hidden " << hidden);
           ASSERT_TRUE(l.vec == 1 || l.vec == 16 / elem || l.vec == 8 / elem);
           if (l.realigned) {
-            // 16-bit backward rows of no whole vector: one block, or a
-            // cluster of 4 vectors per thread (BackwardKernel's only
-            // realigned cluster instances).
+            // Backward rows of no whole 16-byte vector (16-bit: no whole
+            // 8-byte one either): one block, or a cluster of 4 vectors per
+            // thread (BackwardKernel's only realigned cluster instances).
             ASSERT_EQ(pass, Pass::kBackward);
-            ASSERT_EQ(elem, 2);
-            ASSERT_EQ(l.vec, 8);
+            ASSERT_EQ(l.vec, 16 / elem);
             ASSERT_TRUE(!aligned || hidden % 4 != 0);
             ASSERT_GT(l.iters, 0);
             if (l.ctas_per_row > 1) {
@@ -75,6 +73,9 @@ TEST(RowLayoutTest, EveryLayoutCoversTheRowWithAnInstantiatedKernel) {
             // (LaunchInstance).
             ASSERT_FALSE(l.streaming());
             ASSERT_GT(l.vec, 1);
+          }
+          if (pass == Pass::kBackward && elem == 4 && l.vec == 1) {
+            ASSERT_TRUE(l.streaming());  // the only fp32 backward instances of vec 1
           }
           if (l.streaming()) {
             ASSERT_EQ(l.tpr, kMaxThreads);
@@ -116,14 +117,13 @@ TEST(RowLayoutTest, EveryLayoutCoversTheRowWithAnInstantiatedKernel) {
           ASSERT_LE(l.threads(), kMaxThreads);
           if (l.ctas_per_row > 1) {
             // The cluster launchers' instances: backward, full vectors (or
-            // values of rows longer than kScalarClusterElements), four per
-            // thread (held: five to eight), one row per cluster of whole warps
-            // per block, the wide cluster only for rows the narrow one cannot
-            // hold.
+            // 16-bit half vectors), four per thread (held: five to eight),
+            // one row per cluster of whole warps per block, the wide cluster
+            // only for rows the narrow one cannot hold.
             ASSERT_EQ(pass, Pass::kBackward);
             ASSERT_TRUE(l.ctas_per_row == kClusterCtas || l.ctas_per_row == kWideClusterCtas ||
                         (l.ctas_per_row == kWidestClusterCtas && (elem == 4 || l.vec < 8)));
-            ASSERT_TRUE(l.vec > 1 || hidden > kScalarClusterElements);
+            ASSERT_TRUE(l.vec == 16 / elem || (elem == 2 && l.vec == 4));
             if (!held) {
               ASSERT_EQ(l.iters, 4);
             }
@@ -212,8 +212,8 @@ TEST(RowLayoutTest, MeasuredChoices) {
     EXPECT_EQ(l.ctas_per_row, e.ctas_per_row);
   }
   // Aligned backward rows up to 65536 all fit a cluster; fp32 rows of no
-  // 16-byte vectors take the streaming kernels, 16-bit ones the cluster of the
-  // row rounded up to whole vectors, realigned.
+  // 16-byte vectors past a cluster of four take the streaming kernels, 16-bit
+  // ones the cluster of the row rounded up to whole vectors, realigned.
   EXPECT_TRUE(ChooseRowLayout(Pass::kBackward, DType::kF32, 65535, true).streaming());
   const RowLayout bf16_65535 = ChooseRowLayout(Pass::kBackward, DType::kBF16, 65535, true);
   EXPECT_TRUE(bf16_65535.realigned);
@@ -246,9 +246,8 @@ TEST(RowLayoutTest, SixteenBitBackwardRowsOfNoVectorAreRealigned) {
       }
     }
   }
-  // Forward rows and fp32 rows keep their layouts.
+  // Forward rows keep their layouts.
   EXPECT_FALSE(ChooseRowLayout(Pass::kForward, DType::kBF16, 4097, true).realigned);
-  EXPECT_FALSE(ChooseRowLayout(Pass::kBackward, DType::kF32, 4097, true).realigned);
   // The measured shapes (bench/results/gpu-2026-11-28-round46.md).
   for (int64_t hidden :
        {255, 1001, 2047, 4095, 4097, 5001, 6001, 7001, 8191, 10001, 12001, 14501, 16383}) {
@@ -259,6 +258,54 @@ TEST(RowLayoutTest, SixteenBitBackwardRowsOfNoVectorAreRealigned) {
     EXPECT_TRUE(l.realigned) << hidden;
     EXPECT_EQ(l.ctas_per_row, hidden <= 32768 ? kClusterCtas : kWideClusterCtas) << hidden;
   }
+}
+
+// fp32 backward rows of no whole vector (odd widths, unaligned buffers) and
+// of half vectors past one block (2 mod 4 past 4096) take the general layout
+// of the row rounded up to whole vectors (never a held one), realigned, up to
+// a cluster of four (rounded widths up to 32768); wider ones stream, half
+// vectors in one block stay.
+TEST(RowLayoutTest, Fp32BackwardRowsOfNoWholeVectorAreRealigned) {
+  using kernels::cuda::GeneralRowLayout;
+  for (bool aligned : {false, true}) {
+    for (int64_t hidden = 1; hidden <= 65536; ++hidden) {
+      if (aligned && hidden % 4 == 0) continue;  // whole vectors
+      const RowLayout l = ChooseRowLayout(Pass::kBackward, DType::kF32, hidden, aligned);
+      const RowLayout rounded =
+          GeneralRowLayout(Pass::kBackward, DType::kF32, (hidden + 3) / 4 * 4, /*aligned=*/true);
+      SCOPED_TRACE(testing::Message() << "aligned " << aligned << " hidden " << hidden);
+      const int vec = aligned && hidden % 2 == 0 ? 2 : 1;
+      ASSERT_EQ(l.realigned, hidden <= 32768 && (vec == 1 || hidden > 4096));
+      if (!l.realigned) {
+        ASSERT_EQ(l.vec, vec);
+        if (hidden > 32768) {
+          ASSERT_TRUE(l.streaming());
+        } else {  // half vectors in one block
+          ASSERT_EQ(l.ctas_per_row, 1);
+          ASSERT_LE(l.iters, 4);
+        }
+        continue;
+      }
+      ASSERT_EQ(l.vec, 4);
+      ASSERT_EQ(l.iters, rounded.iters);
+      ASSERT_EQ(l.tpr, rounded.tpr);
+      ASSERT_EQ(l.ctas_per_row, rounded.ctas_per_row);
+      ASSERT_EQ(l.rows_per_cta, rounded.rows_per_cta);
+      ASSERT_FALSE(HeldIters(Pass::kBackward, 4, l.vec, l.iters));
+      ASSERT_LE(l.iters, 4);
+    }
+  }
+  // Rows the held layout takes when aligned: one block of 512 threads of 4
+  // vectors up to 8192, a cluster of two beyond.
+  const RowLayout f32_8190 = ChooseRowLayout(Pass::kBackward, DType::kF32, 8190, true);
+  EXPECT_EQ(f32_8190.tpr, 512);
+  EXPECT_EQ(f32_8190.iters, 4);
+  EXPECT_EQ(f32_8190.ctas_per_row, 1);
+  const RowLayout f32_8194 = ChooseRowLayout(Pass::kBackward, DType::kF32, 8194, true);
+  EXPECT_EQ(f32_8194.iters, 4);
+  EXPECT_EQ(f32_8194.ctas_per_row, kClusterCtas);
+  EXPECT_EQ(ChooseRowLayout(Pass::kBackward, DType::kF32, 20001, true).ctas_per_row,
+            kWideClusterCtas);
 }
 
 // ForwardKernel's 16-bit instances of 8 vectors per thread assume one row
@@ -324,13 +371,12 @@ TEST(RowLayoutTest, SparseRowsLeaveAnEighthOfTheirVectorsPastTheEnd) {
   }
 }
 
-// Rows of no whole vector (vec 1), as measured (HeldScalarForwardRow,
-// kScalarClusterElements): 16-bit forward rows that fill more than three
-// quarters of 16 or 32 values per thread are held, others and fp32 rows past 8
-// values per thread stream; backward rows longer than 12288 are split over a
-// cluster of eight blocks (fp32; 16-bit rows are realigned instead: the test
-// above), shorter ones past one block stream.
-TEST(RowLayoutTest, ScalarRowsHeldOrSplitWhereMeasuredFaster) {
+// Rows of no whole vector (vec 1), as measured (HeldScalarForwardRow):
+// 16-bit forward rows that fill more than three quarters of 16 or 32 values
+// per thread are held, others and fp32 rows past 8 values per thread stream;
+// backward rows are realigned (the tests above), but fp32 ones past 32768,
+// which stream.
+TEST(RowLayoutTest, ScalarRowsHeldWhereMeasuredFaster) {
   auto layout = [](Pass pass, DType dtype, int64_t hidden) {
     const RowLayout l = ChooseRowLayout(pass, dtype, hidden, /*aligned=*/false);
     EXPECT_EQ(l.vec, 1);
@@ -350,23 +396,15 @@ TEST(RowLayoutTest, ScalarRowsHeldOrSplitWhereMeasuredFaster) {
   for (int64_t hidden : {8191, 14500}) {
     EXPECT_TRUE(layout(Pass::kForward, DType::kF32, hidden).streaming()) << hidden;
   }
-  for (int64_t hidden : {12289, 14500, 16384}) {
-    const RowLayout l = layout(Pass::kBackward, DType::kF32, hidden);
-    EXPECT_EQ(l.ctas_per_row, kWidestClusterCtas) << hidden;
-    EXPECT_EQ(l.iters, 4) << hidden;
-  }
-  for (int64_t hidden : {8191, 10001, 12288}) {
+  for (int64_t hidden : {32769, 40001, 65535}) {
     EXPECT_TRUE(layout(Pass::kBackward, DType::kF32, hidden).streaming()) << hidden;
   }
-  // fp32 rows past the cluster of eight stream (16-bit ones are realigned:
-  // the test above).
-  EXPECT_TRUE(layout(Pass::kBackward, DType::kF32, 16385).streaming());
 }
 
 // Rows in aligned buffers whose width a 16-byte vector does not divide but an
 // 8-byte one does (16-bit widths of 4 mod 8, fp32 of 2 mod 4) take half
 // vectors; others of no whole 16-byte vector, and unaligned buffers, vec 1
-// (but realigned 16-bit backward rows).
+// (but realigned backward rows: 16-byte vectors).
 TEST(RowLayoutTest, HalfVectorsWhereOnlyAnEightByteVectorDividesTheRow) {
   for (Pass pass : {Pass::kForward, Pass::kBackward}) {
     for (DType dtype : {DType::kF16, DType::kBF16}) {
@@ -378,16 +416,17 @@ TEST(RowLayoutTest, HalfVectorsWhereOnlyAnEightByteVectorDividesTheRow) {
       EXPECT_EQ(ChooseRowLayout(pass, dtype, 4094, true).vec, pass == Pass::kForward ? 1 : 8);
       EXPECT_EQ(ChooseRowLayout(pass, dtype, 14500, false).vec, pass == Pass::kForward ? 1 : 8);
     }
-    EXPECT_EQ(ChooseRowLayout(pass, DType::kF32, 8190, true).vec, 2);
+    const bool forward = pass == Pass::kForward;
+    EXPECT_EQ(ChooseRowLayout(pass, DType::kF32, 8190, true).vec, forward ? 2 : 4);
     EXPECT_EQ(ChooseRowLayout(pass, DType::kF32, 1002, true).vec, 2);
     EXPECT_EQ(ChooseRowLayout(pass, DType::kF32, 8192, true).vec, 4);
-    EXPECT_EQ(ChooseRowLayout(pass, DType::kF32, 8191, true).vec, 1);
-    EXPECT_EQ(ChooseRowLayout(pass, DType::kF32, 8190, false).vec, 1);
+    EXPECT_EQ(ChooseRowLayout(pass, DType::kF32, 8191, true).vec, forward ? 1 : 4);
+    EXPECT_EQ(ChooseRowLayout(pass, DType::kF32, 8190, false).vec, forward ? 1 : 4);
+    EXPECT_EQ(ChooseRowLayout(pass, DType::kF32, 40002, true).vec, 2);
   }
   EXPECT_TRUE(ChooseRowLayout(Pass::kBackward, DType::kBF16, 4094, true).realigned);
-  // None of the 16-byte rules: no held fp32 layout, no two-vector backward.
-  const RowLayout half_f32 = ChooseRowLayout(Pass::kBackward, DType::kF32, 8190, true);
-  EXPECT_FALSE(HeldIters(Pass::kBackward, 4, half_f32.vec, half_f32.iters));
+  EXPECT_TRUE(ChooseRowLayout(Pass::kBackward, DType::kF32, 8190, true).realigned);
+  // None of the 16-byte rules for half vectors: no two-vector backward.
   EXPECT_FALSE(TwoVectorBackwardRow(4, 2, 1000));
   EXPECT_TRUE(TwoVectorBackwardRow(8, 2, 1000));
 }
@@ -398,10 +437,14 @@ TEST(RowLayoutTest, BackwardHalfVectorsHoldAtMostFourPerThread) {
   EXPECT_EQ(bf16.vec, 4);
   EXPECT_EQ(bf16.iters, 4);
   EXPECT_EQ(bf16.ctas_per_row, 2);
-  const RowLayout f32 = ChooseRowLayout(Pass::kBackward, DType::kF32, 8190, true);
+  // fp32 rows of half vectors past one block are realigned up to 32768 and
+  // stream past it.
+  const RowLayout f32 = ChooseRowLayout(Pass::kBackward, DType::kF32, 4090, true);
   EXPECT_EQ(f32.vec, 2);
   EXPECT_EQ(f32.iters, 4);
-  EXPECT_EQ(f32.ctas_per_row, 2);
+  EXPECT_EQ(f32.ctas_per_row, 1);
+  EXPECT_TRUE(ChooseRowLayout(Pass::kBackward, DType::kF32, 4098, true).realigned);
+  EXPECT_TRUE(ChooseRowLayout(Pass::kBackward, DType::kF32, 40002, true).streaming());
   for (int64_t hidden = 4; hidden <= 65536; hidden += 8) {
     const RowLayout half = ChooseRowLayout(Pass::kBackward, DType::kF16, hidden, true);
     ASSERT_EQ(half.vec, 4) << hidden;
