@@ -11,9 +11,10 @@ forwards are called; "normserve+stats" also writes rstd (LayerNorm: and mean), a
 save them for their backward.
 
 Ops: rms_fwd, ln_fwd (Quack, Liger, FlashInfer, torch eager), add_rms_fwd (Quack, Liger,
-FlashInfer, torch.compile), add_rms_bwd (Quack's rmsnorm_bwd of a saved p with dresidual_out),
-rms_bwd (Quack's rmsnorm_bwd; torch's and Liger's autograd: dx and dw), ln_bwd (Quack's
-layernorm_bwd; torch's and Liger's autograd: dx, dw and db), as peers_bench.py calls them.
+FlashInfer, torch.compile), add_rms_bwd (Quack's rmsnorm_bwd of a saved p with dresidual_out;
+torch's and Liger's autograd of the fused add + RMSNorm: dx, dr and dw), rms_bwd (Quack's
+rmsnorm_bwd; torch's and Liger's autograd: dx and dw), ln_bwd (Quack's layernorm_bwd; torch's and
+Liger's autograd: dx, dw and db), as peers_bench.py calls them.
 
   FI_NORM_SO=.peers/fi_norm.so PYTHONPATH=.peers:$SITE \
     python3 bench/cuda/interleaved.py SHIM.so add_rms_bwd:fp32:4096x5000 ...
@@ -287,7 +288,32 @@ def cell(shim, op, dtype, m, n):
                 src, w, do, ref)
 
         add_peer(cells, "liger", liger)
+    else:
+        def add_rms(xg, rg, wg):
+            pg = xg + rg
+            return F.rms_norm(pg, (n,), wg, pb.EPS), pg
+
+        cells["torch"] = torch_add_backward(add_rms, x, r, w, do, dp, ref)
+
+        def liger():
+            from liger_kernel.ops.fused_add_rms_norm import LigerFusedAddRMSNormFunction
+            return torch_add_backward(
+                lambda xg, rg, wg: LigerFusedAddRMSNormFunction.apply(xg, rg, wg, pb.EPS, 0.0,
+                                                                      "llama", False),
+                x, r, w, do, dp, ref)
+
+        add_peer(cells, "liger", liger)
     return cells
+
+
+def torch_add_backward(norm, x, r, w, do, dp, ref):
+    """The autograd backward of the fused (y, p) = (norm(p, w), p), p = x + r, given dy and dp
+    (dx, dr and dw, as Liger's fused add + RMSNorm backward computes them): (function, max error
+    of dx)."""
+    leaves = [t.clone().requires_grad_() for t in (x, r, w)]
+    outs = norm(*leaves)
+    g = lambda: torch.autograd.grad(outs, leaves, (do, dp), retain_graph=True)
+    return g, pb.err(g()[0], ref)
 
 
 def torch_backward(norm, x, w, do, ref, b=None):

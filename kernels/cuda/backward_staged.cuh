@@ -109,7 +109,7 @@ __host__ __device__ inline int StagedTensors(const BackwardArgs& a) {
 // x 16384 421.0 -> 415.35.
 template <typename T, int VEC, int ITERS, bool kDb, bool kCenter, int kCtas, bool kFull,
           bool kFused, bool kWeightRow, bool kHeld = false, bool kPadded = false,
-          bool kRealigned = false>
+          bool kRealigned = false, bool kTwoBlocksPerSm = false>
 __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const int tpr,
                                                    const int rows_per_cta,
                                                    const int64_t chunk_rows) {
@@ -335,16 +335,23 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
     // The row's grad_residual_out, read from global memory into registers
     // now, in flight during the reductions: staged like y, its third tensor
     // took 16-bit rows of 8192 off two blocks per SM (gpu-2026-11-25-round15.md).
-    RawVec<T, VEC> residual_grad_raw[kFused ? ITERS : 1];
+    // A realigned row's: its pieces only, put in place at the use
+    // (PendingRealigned16), in the fewer registers where a thread has four
+    // vectors in flight or two blocks share an SM (kTwoBlocksPerSm: the
+    // paired kernel's 96 registers; bench/results/gpu-2026-11-29-round51.md,
+    // table 1: 16384 x 4097 221.5 us against 224.8 with the pair of words).
+    RawVec<T, VEC> residual_grad_raw[kFused && !kRealigned ? ITERS : 1];
+    PendingRealigned16<T, (ITERS > 2 || kTwoBlocksPerSm)>
+        residual_grad_pending[kFused && kRealigned ? ITERS : 1];
     if constexpr (kFused) {
       const bool has_residual_grad = live && residual_grad != nullptr;
 #pragma unroll
       for (int it = 0; it < ITERS; ++it) {
         const int col = (it * tpr + t) * VEC;
         if constexpr (kRealigned) {
-          residual_grad_raw[it] = RawVec<T, VEC>{};
+          residual_grad_pending[it].Zero();
           if (has_residual_grad && in_row(it, col)) {
-            residual_grad_raw[it] = LoadRealigned16(residual_grad + row * a.hidden, col, d);
+            residual_grad_pending[it].Issue(residual_grad + row * a.hidden, col, d);
           }
         } else {
           residual_grad_raw[it] = LoadRawOrZero<T, VEC>(residual_grad + row * a.hidden + col,
@@ -415,7 +422,11 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
         }
         if constexpr (kFused) {
           float residual_g[VEC];  // the residual branch's gradient (0 without one)
-          UnpackRaw<T, VEC>(residual_grad_raw[it], residual_g);
+          if constexpr (kRealigned) {
+            UnpackRaw<T, VEC>(residual_grad_pending[it].Word(), residual_g);
+          } else {
+            UnpackRaw<T, VEC>(residual_grad_raw[it], residual_g);
+          }
           DxOf(r, dr, residual_g, kFull ? 0 : col, kFull ? VEC : k, rstd, dq, dx);
         } else {
           PlainDxOf<kCenter>(r, dr, kFull ? 0 : col, kFull ? VEC : k, rstd, dq, dx);
@@ -505,7 +516,8 @@ __global__ void __launch_bounds__(kPairedThreads, 2)
     BackwardStagedPairedKernel(const BackwardArgs a, const int tpr, const int rows_per_cta,
                                const int64_t chunk_rows) {
   BackwardStagedRows<T, 16 / sizeof(T), 2, kDb, kCenter, 1, kFull, kFused, true, /*kHeld=*/false,
-                     /*kPadded=*/false, kRealigned>(a, tpr, rows_per_cta, chunk_rows);
+                     /*kPadded=*/false, kRealigned, /*kTwoBlocksPerSm=*/true>(a, tpr, rows_per_cta,
+                                                                              chunk_rows);
 }
 
 // fp32 rows of row_layout.h's held layouts (hidden 4100-8192: kHeldRowThreads

@@ -8,7 +8,8 @@
 // place; where such a word would reach outside the row (its first and last
 // bytes), the elements are read one by one, so nothing outside the row's
 // tensor is touched. One of 4-byte elements takes aligned pieces of the 16
-// bytes themselves (LoadRealignedWords).
+// bytes themselves (LoadRealignedWords). A load issued long before its use
+// keeps its pieces until then (PendingRealigned16).
 #ifndef NORMSERVE_KERNELS_CUDA_REALIGNED_CUH_
 #define NORMSERVE_KERNELS_CUDA_REALIGNED_CUH_
 
@@ -127,6 +128,128 @@ __device__ __forceinline__ uint4 LoadRealigned16(const U* row, int e, int len) {
   __builtin_memcpy(&word, v, sizeof(word));
   return word;
 }
+
+// LoadRealigned16 in two steps, for a load issued long before its use (the
+// fused backward's residual gradient, issued before the row's reductions):
+// Issue only loads, each piece straight into its register; Word (at the use)
+// puts the bytes in place. A shift where the loads are issued waits for them
+// there: against it, on the H200 (bench/results/gpu-2026-11-29-round51.md,
+// table 2), add + RMSNorm backward bf16 8192 x 8191 301.5 -> 203.4 us (the
+// pair of 16-byte words below), 4096 x 16385 380.0 -> 285.7 (five 4-byte
+// words), fp16 8192 x 8191 327.3 -> 215.7.
+// PendingRealigned16<U, kFewRegisters> picks one of the three below.
+
+// 4-byte elements need no shift (LoadRealignedWords).
+struct PendingRealignedWords {
+  uint4 v;
+  __device__ __forceinline__ void Zero() { v = uint4{}; }
+  __device__ __forceinline__ void Issue(const float* row, int e, int len) {
+    v = LoadRealignedWords(reinterpret_cast<const uint32_t*>(row + e), len - e);
+  }
+  __device__ __forceinline__ uint4 Word() const { return v; }
+};
+
+// 16-bit elements in the two aligned 16-byte words around them (eight
+// registers), or at the row's ends (where a word would reach outside the row)
+// each element in its own register.
+struct PendingRealignedPair {
+  uint32_t w[8];
+  int shift;  // the 16 bytes' byte shift in w, or -1 for an element a register
+
+  __device__ __forceinline__ void Zero() {
+#pragma unroll
+    for (uint32_t& word : w) word = 0;
+    shift = 0;
+  }
+
+  template <typename U>
+  __device__ __forceinline__ void Issue(const U* row, int e, int len) {
+    const char* bytes = reinterpret_cast<const char*>(row);
+    const int first = e * 2;
+    shift = static_cast<int>(reinterpret_cast<uintptr_t>(bytes + first) & 15);
+    const int start = first - shift;
+    if (start >= 0 && start + (shift != 0 ? 32 : 16) <= len * 2) {
+      const uint4* words = reinterpret_cast<const uint4*>(bytes + start);
+      const uint4 lo = words[0], hi = shift != 0 ? words[1] : uint4{};
+      w[0] = lo.x, w[1] = lo.y, w[2] = lo.z, w[3] = lo.w;
+      w[4] = hi.x, w[5] = hi.y, w[6] = hi.z, w[7] = hi.w;
+      return;
+    }
+    shift = -1;
+    const uint16_t* halves = reinterpret_cast<const uint16_t*>(row + e);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) w[i] = e + i < len ? halves[i] : 0u;
+  }
+
+  __device__ __forceinline__ uint4 Word() const {
+    if (shift < 0) {  // element i in the low half of w[i]
+      return uint4{__byte_perm(w[0], w[1], 0x5410), __byte_perm(w[2], w[3], 0x5410),
+                   __byte_perm(w[4], w[5], 0x5410), __byte_perm(w[6], w[7], 0x5410)};
+    }
+    return ShiftedWord(uint4{w[0], w[1], w[2], w[3]}, uint4{w[4], w[5], w[6], w[7]}, shift);
+  }
+};
+
+// 16-bit elements in the five aligned 4-byte words that hold them (five
+// registers, the fifth unused when they start on a word); of a word that
+// straddles the row's start or end, only its half in the row.
+struct PendingRealignedFive {
+  uint32_t w[5];
+  bool half;  // the 16 bytes start 2 bytes into w[0]
+  bool head;  // only w[0]'s upper half lies in the row, loaded into its low half
+
+  __device__ __forceinline__ void Zero() {
+#pragma unroll
+    for (uint32_t& word : w) word = 0;
+    half = head = false;
+  }
+
+  template <typename U>
+  __device__ __forceinline__ void Issue(const U* row, int e, int len) {
+    const uintptr_t address = reinterpret_cast<uintptr_t>(row + e);
+    const uint32_t* words = reinterpret_cast<const uint32_t*>(address & ~uintptr_t{3});
+    half = (address & 2) != 0;
+    // words[0]'s byte offset in the row (-2 for the first vector of a row that
+    // starts 2 bytes into a word).
+    const int from = e * 2 - (half ? 2 : 0);
+    const int row_bytes = len * 2;
+    head = from < 0;
+    if (from >= 0 && from + 20 <= row_bytes) {
+#pragma unroll
+      for (int j = 0; j < 5; ++j) w[j] = words[j];
+      return;
+    }
+    const char* bytes = reinterpret_cast<const char*>(row);
+#pragma unroll
+    for (int j = 0; j < 5; ++j) {
+      const int b = from + 4 * j;
+      if (b >= 0 && b + 4 <= row_bytes) {
+        w[j] = words[j];
+      } else if (b == -2 || b == row_bytes - 2) {  // one half in the row
+        w[j] = *reinterpret_cast<const uint16_t*>(bytes + (b < 0 ? 0 : b));
+      } else {
+        w[j] = 0;
+      }
+    }
+  }
+
+  __device__ __forceinline__ uint4 Word() const {
+    const uint32_t s[5] = {head ? w[0] << 16 : w[0], w[1], w[2], w[3], w[4]};
+    return FunnelShiftWords(s, half ? 16u : 0u);
+  }
+};
+
+// kFewRegisters: a thread keeps four vectors in flight (ITERS 4), or two
+// blocks share an SM at 96 registers (the paired kernel), where the pair's
+// registers spilled and the five words measured faster (table 1: 4096 x
+// 16385 338.3 against 286.1 us, 2048 x 20001 202.0 against 168.9, paired
+// 16384 x 4097 224.8 against 221.5). Otherwise the pair: faster at 5 of 10
+// cells (8192 x 8191 203.5 against 248.9, 8192 x 6001 176.4 against 199.3),
+// within 1 % at 4, slower at fp16 8192 x 8191 with y (278.5 against 263.2).
+template <typename U, bool kFewRegisters>
+using PendingRealigned16 = std::conditional_t<
+    sizeof(U) == 4, PendingRealignedWords,
+    std::conditional_t<kFewRegisters, PendingRealignedFive, PendingRealignedPair>>;
 
 // The N values of U (one 16-byte word) of `row` (`len` elements) from column
 // col, as stored; zeros at and past len.

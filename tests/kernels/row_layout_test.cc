@@ -38,6 +38,15 @@ using kernels::cuda::SparseRow;
 using kernels::cuda::SpreadLayout;
 using kernels::cuda::TwoVectorBackwardRow;
 
+// The backward layout of `hidden`-wide rows of dtype (aligned buffers) has
+// these vectors, vectors per thread and blocks per row.
+void ExpectBackwardLayout(DType dtype, int64_t hidden, int vec, int iters, int ctas_per_row) {
+  const RowLayout l = ChooseRowLayout(Pass::kBackward, dtype, hidden, true);
+  EXPECT_EQ(l.vec, vec) << hidden;
+  EXPECT_EQ(l.iters, iters) << hidden;
+  EXPECT_EQ(l.ctas_per_row, ctas_per_row) << hidden;
+}
+
 TEST(RowLayoutTest, EveryLayoutCoversTheRowWithAnInstantiatedKernel) {
   for (Pass pass : {Pass::kForward, Pass::kBackward}) {
     for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
@@ -297,13 +306,9 @@ TEST(RowLayoutTest, Fp32BackwardRowsOfNoWholeVectorAreRealigned) {
   }
   // Rows the held layout takes when aligned: one block of 512 threads of 4
   // vectors up to 8192, a cluster of two beyond.
-  const RowLayout f32_8190 = ChooseRowLayout(Pass::kBackward, DType::kF32, 8190, true);
-  EXPECT_EQ(f32_8190.tpr, 512);
-  EXPECT_EQ(f32_8190.iters, 4);
-  EXPECT_EQ(f32_8190.ctas_per_row, 1);
-  const RowLayout f32_8194 = ChooseRowLayout(Pass::kBackward, DType::kF32, 8194, true);
-  EXPECT_EQ(f32_8194.iters, 4);
-  EXPECT_EQ(f32_8194.ctas_per_row, kClusterCtas);
+  EXPECT_EQ(ChooseRowLayout(Pass::kBackward, DType::kF32, 8190, true).tpr, 512);
+  ExpectBackwardLayout(DType::kF32, 8190, 4, 4, 1);
+  ExpectBackwardLayout(DType::kF32, 8194, 4, 4, kClusterCtas);
   EXPECT_EQ(ChooseRowLayout(Pass::kBackward, DType::kF32, 20001, true).ctas_per_row,
             kWideClusterCtas);
 }
@@ -433,16 +438,10 @@ TEST(RowLayoutTest, HalfVectorsWhereOnlyAnEightByteVectorDividesTheRow) {
 
 TEST(RowLayoutTest, BackwardHalfVectorsHoldAtMostFourPerThread) {
   // Rows that 8 per thread would fit in one block go to a cluster instead.
-  const RowLayout bf16 = ChooseRowLayout(Pass::kBackward, DType::kBF16, 14500, true);
-  EXPECT_EQ(bf16.vec, 4);
-  EXPECT_EQ(bf16.iters, 4);
-  EXPECT_EQ(bf16.ctas_per_row, 2);
+  ExpectBackwardLayout(DType::kBF16, 14500, 4, 4, 2);
   // fp32 rows of half vectors past one block are realigned up to 32768 and
   // stream past it.
-  const RowLayout f32 = ChooseRowLayout(Pass::kBackward, DType::kF32, 4090, true);
-  EXPECT_EQ(f32.vec, 2);
-  EXPECT_EQ(f32.iters, 4);
-  EXPECT_EQ(f32.ctas_per_row, 1);
+  ExpectBackwardLayout(DType::kF32, 4090, 2, 4, 1);
   EXPECT_TRUE(ChooseRowLayout(Pass::kBackward, DType::kF32, 4098, true).realigned);
   EXPECT_TRUE(ChooseRowLayout(Pass::kBackward, DType::kF32, 40002, true).streaming());
   for (int64_t hidden = 4; hidden <= 65536; hidden += 8) {
