@@ -55,31 +55,68 @@ __device__ __forceinline__ ChunkRows FindChunk(const BackwardArgs& a, int chunk,
 
 // One row's x and dy as stored, so a prefetched row costs registers of the
 // storage type and no conversion stalls on it. (y, present only in the fused
-// residual backward, is read when the row is processed.)
-template <typename T, int VEC, int ITERS>
+// residual backward, is read when the row is processed.) A realigned 16-bit
+// row's (kPending): its vectors' pieces (PendingRealigned16, five words each),
+// shifted where the row uses them (X, Dy); shifted where the prefetch was
+// issued, they were waited for there, before the current row. On the H200
+// (bench/results/gpu-2026-11-29-round51.md, table 4, rawpend), fused rows
+// with y (this kernel where their stages do not fit): bf16 4096 x 14501
+// 542.0 -> 458.1 us, 2048 x 16383 290.9 -> 259.8; fp16 4096 x 14501 600.4 ->
+// 461.5.
+template <typename T, int VEC, int ITERS, bool kRealigned = false>
 struct RawRow {
-  Vec<T, VEC> x[ITERS], dy[ITERS];
+  static constexpr bool kPending = kRealigned && sizeof(T) == 2;
+  Vec<T, VEC> x[kPending ? 1 : ITERS], dy[kPending ? 1 : ITERS];
+  PendingRealigned16<T, /*kFewRegisters=*/true> px[kPending ? ITERS : 1], pdy[kPending ? ITERS : 1];
+  __device__ __forceinline__ static Vec<T, VEC> AsVec(const uint4& word) {
+    Vec<T, VEC> v;
+    __builtin_memcpy(&v, &word, sizeof(word));
+    return v;
+  }
+  __device__ __forceinline__ Vec<T, VEC> X(int it) const {
+    if constexpr (kPending) {
+      return AsVec(px[it].Word());
+    } else {
+      return x[it];
+    }
+  }
+  __device__ __forceinline__ Vec<T, VEC> Dy(int it) const {
+    if constexpr (kPending) {
+      return AsVec(pdy[it].Word());
+    } else {
+      return dy[it];
+    }
+  }
 };
 
 // Loads one row's x and dy (zeros past the row's end or for a dead row).
 // kRealigned: RowLayout::realigned (realigned.cuh).
 template <bool kRealigned, typename T, int VEC, int ITERS>
 __device__ __forceinline__ void LoadRawRow(const BackwardArgs& a, int64_t row, bool live, int tpr,
-                                           int t, RawRow<T, VEC, ITERS>& raw) {
+                                           int t, RawRow<T, VEC, ITERS, kRealigned>& raw) {
   const int d = static_cast<int>(a.hidden);
   const T* x = static_cast<const T*>(a.x) + row * a.hidden;
   const T* dy = static_cast<const T*>(a.grad_out) + row * a.hidden;
 #pragma unroll
   for (int it = 0; it < ITERS; ++it) {
     const int col = (it * tpr + t) * VEC;
-    raw.x[it] = raw.dy[it] = Vec<T, VEC>{};
-    if (live && col < d) {
-      if constexpr (kRealigned) {
-        raw.x[it] = LoadRealignedVec<T, VEC>(x, col, d);
-        raw.dy[it] = LoadRealignedVec<T, VEC>(dy, col, d);
-      } else {
-        raw.x[it] = *reinterpret_cast<const Vec<T, VEC>*>(x + col);
-        raw.dy[it] = *reinterpret_cast<const Vec<T, VEC>*>(dy + col);
+    if constexpr (RawRow<T, VEC, ITERS, kRealigned>::kPending) {
+      raw.px[it].Zero();
+      raw.pdy[it].Zero();
+      if (live && col < d) {
+        raw.px[it].Issue(x, col, d);
+        raw.pdy[it].Issue(dy, col, d);
+      }
+    } else {
+      raw.x[it] = raw.dy[it] = Vec<T, VEC>{};
+      if (live && col < d) {
+        if constexpr (kRealigned) {
+          raw.x[it] = LoadRealignedVec<T, VEC>(x, col, d);
+          raw.dy[it] = LoadRealignedVec<T, VEC>(dy, col, d);
+        } else {
+          raw.x[it] = *reinterpret_cast<const Vec<T, VEC>*>(x + col);
+          raw.dy[it] = *reinterpret_cast<const Vec<T, VEC>*>(dy + col);
+        }
       }
     }
   }
@@ -227,7 +264,7 @@ template <bool kCenter, int kCtas, bool kRealigned, typename T, int VEC, int ITE
 __device__ __forceinline__ void BackwardRow(const BackwardArgs& a, int64_t row, bool live,
                                             bool has_stats, int tpr, int t,
                                             ClusterScratch<kCtas>& scratch,
-                                            const RawRow<T, VEC, ITERS>& raw, float* dw,
+                                            const RawRow<T, VEC, ITERS, kRealigned>& raw, float* dw,
                                             float* db) {
   const int d = static_cast<int>(a.hidden);
   const int k = static_cast<int>(a.norm.stat_len);
@@ -243,7 +280,7 @@ __device__ __forceinline__ void BackwardRow(const BackwardArgs& a, int64_t row, 
         LoadFloats(static_cast<const T*>(a.y) + row * a.hidden + col, yv);
       }
     }
-    UnpackFloats(raw.x[it], p[it]);
+    UnpackFloats(raw.X(it), p[it]);
 #pragma unroll
     for (int i = 0; i < VEC; ++i) p[it][i] += yv[i];
   }
@@ -262,7 +299,7 @@ __device__ __forceinline__ void BackwardRow(const BackwardArgs& a, int64_t row, 
     const int col = (it * tpr + t) * VEC;
     float sw[VEC], dy[VEC], dr[VEC];
     LoadScaledWeight<T, kRealigned>(a, col < d ? col : 0, sw);
-    UnpackFloats(raw.dy[it], dy);
+    UnpackFloats(raw.Dy(it), dy);
 #pragma unroll
     for (int i = 0; i < VEC; ++i) {
       p[it][i] = (p[it][i] - mean) * rstd;  // r
@@ -285,7 +322,7 @@ __device__ __forceinline__ void BackwardRow(const BackwardArgs& a, int64_t row, 
       }
     }
     LoadScaledWeight<T, kRealigned>(a, col, sw);
-    UnpackFloats(raw.dy[it], dyr);
+    UnpackFloats(raw.Dy(it), dyr);
 #pragma unroll
     for (int i = 0; i < VEC; ++i) dr[i] = __fmul_rn(dyr[i], sw[i]);
     DxOf(p[it], dr, g, col, k, rstd, dq, dx);
@@ -356,7 +393,7 @@ __device__ __forceinline__ void BackwardRows(const BackwardArgs& a, const ChunkR
                                              int tpr, int t, ClusterScratch<kCtas>& scratch,
                                              float* dw, float* db) {
   // Every group runs the same number of steps (GroupSum synchronizes the block).
-  RawRow<T, VEC, ITERS> raw;
+  RawRow<T, VEC, ITERS, kRealigned> raw;
   int64_t row = c.first + group;
   LoadRawRow<kRealigned>(a, row, row < c.end, tpr, t, raw);
   for (int64_t tile = c.first; tile < c.end; tile += c.stride) {
@@ -368,7 +405,7 @@ __device__ __forceinline__ void BackwardRows(const BackwardArgs& a, const ChunkR
       row = next;
       continue;
     }
-    const RawRow<T, VEC, ITERS> cur = raw;
+    const RawRow<T, VEC, ITERS, kRealigned> cur = raw;
     // Prefetch the next row while this one is reduced.
     LoadRawRow<kRealigned>(a, next, next < c.end, tpr, t, raw);
     BackwardRow<kCenter, kCtas, kRealigned>(a, row, row < c.end, c.has_stats, tpr, t, scratch, cur,
