@@ -60,7 +60,8 @@ __device__ __forceinline__ ChunkRows FindChunk(const BackwardArgs& a, int chunk,
 // shifted where the row uses them (X, Dy); shifted where the prefetch was
 // issued, they were waited for there, before the current row. On the H200
 // (bench/results/gpu-2026-11-29-round51.md, table 4, rawpend), fused rows
-// with y (this kernel where their stages do not fit): bf16 4096 x 14501
+// with y (then on this kernel; since round 52 staged without scale * w, so
+// it runs the fused rows whose residual gradient is fp32): bf16 4096 x 14501
 // 542.0 -> 458.1 us, 2048 x 16383 290.9 -> 259.8; fp16 4096 x 14501 600.4 ->
 // 461.5.
 template <typename T, int VEC, int ITERS, bool kRealigned = false>

@@ -167,6 +167,18 @@ StageOne ChooseGeneralStageOne(const RowLayout& layout, int64_t hidden, bool pla
         // Rows of half vectors alike (gpu-2026-11-28-round43.md, call 2): bf16
         // 4096 x 14500 349.7 -> 230.4.
         if (fused_stages_fit(ctas)) return staged(ctas, std::true_type{}, kWithWeightRow);
+        // 16-bit rows with y whose stages leave no room for scale * w (a
+        // block's share past about 14300 elements) form it from the weight
+        // at each use (half vectors' shares always leave room). Measured on
+        // the H200 against the register kernel (gpu-2026-11-29-round52.md,
+        // table 1), x + y form: bf16 2048 x 32768 383.5 -> 232.3 us, 1024 x
+        // 65536 406.7 -> 265.1; fp16 2048 x 32768 284.8 -> 249.7.
+        if constexpr (sizeof(T) == 2 && VEC == 8) {
+          if (residual_as_stored &&
+              StagedBlocksPerSm(staged_bytes(ctas, tensors, false), kCtas) >= plan_blocks) {
+            return staged(ctas, std::true_type{}, std::false_type{});
+          }
+        }
         return RegisterClusterStageOne<T, VEC, ITERS, kCenter, kCtas, false>(layout, hidden,
                                                                              partials);
       };
@@ -255,17 +267,20 @@ StageOne ChooseStageOne(const RowLayout& layout, int64_t hidden, bool plain, boo
                   VEC * ITERS <= MaxElemsPerThread(Pass::kBackward, sizeof(T))) {
       // Rows past one block (RealignedRow): the rounded row's cluster, each
       // block staging its runs of vectors (RealignedStagedRowLength).
-      auto staged_bytes = [&](int ctas, int staged_tensors) {
+      auto staged_bytes = [&](int ctas, int staged_tensors, bool weight_row = true) {
         return StagedSharedBytes(layout.rows_per_cta,
                                  RealignedStagedRowLength(ITERS, layout.tpr, VEC, ctas), sizeof(T),
-                                 staged_tensors);
+                                 staged_tensors, weight_row);
       };
-      auto staged = [&](auto ctas, auto fused) {
+      // weight_row: see BackwardStagedKernel's kWeightRow.
+      auto staged = [&](auto ctas, auto fused, auto weight_row) {
         constexpr int kCtas = decltype(ctas)::value;
         constexpr bool kFused = decltype(fused)::value;
+        constexpr bool kWeightRow = decltype(weight_row)::value;
         s.cluster_ctas = kCtas;
-        s.shared_bytes = staged_bytes(kCtas, kFused ? tensors : 2);
-        if constexpr (sizeof(T) == 2 && ITERS == 2 && kCtas == 1) {  // two blocks per SM, paired
+        s.shared_bytes = staged_bytes(kCtas, kFused ? tensors : 2, kWeightRow);
+        // Two blocks per SM: the paired kernel.
+        if constexpr (sizeof(T) == 2 && ITERS == 2 && kCtas == 1 && kWeightRow) {
           if (layout.threads() > kTargetThreads && layout.threads() <= kPairedThreads) {
             s.kernel = db ? &BackwardStagedPairedKernel<T, true, kCenter, false, kFused, true>
                           : &BackwardStagedPairedKernel<T, false, kCenter, false, kFused, true>;
@@ -273,17 +288,33 @@ StageOne ChooseStageOne(const RowLayout& layout, int64_t hidden, bool plain, boo
           }
         }
         s.kernel = db ? &BackwardStagedKernel<T, VEC, ITERS, true, kCenter, kCtas, false, kFused,
-                                              true, false, /*kRealigned=*/true>
+                                              kWeightRow, false, /*kRealigned=*/true>
                       : &BackwardStagedKernel<T, VEC, ITERS, false, kCenter, kCtas, false, kFused,
-                                              true, false, /*kRealigned=*/true>;
+                                              kWeightRow, false, /*kRealigned=*/true>;
         return s;
+      };
+      auto fits = [&](int ctas, bool weight_row) {
+        return StagedBlocksPerSm(staged_bytes(ctas, tensors, weight_row), ctas) >= plan_blocks;
       };
       auto choose = [&](auto ctas) {
         constexpr int kCtas = decltype(ctas)::value;
-        if (plain) return staged(ctas, std::false_type{});
-        if (residual_as_stored &&
-            StagedBlocksPerSm(staged_bytes(kCtas, tensors), kCtas) >= plan_blocks) {
-          return staged(ctas, std::true_type{});
+        constexpr std::true_type kWithWeightRow{};
+        if (plain) return staged(ctas, std::false_type{}, kWithWeightRow);
+        if (residual_as_stored && fits(kCtas, true)) {
+          return staged(ctas, std::true_type{}, kWithWeightRow);
+        }
+        // 16-bit rows with y at 4 vectors a thread whose stages leave no room
+        // for scale * w (one block: about 14300-16383; clusters: a block's
+        // share past about 14300) form it from the weight at each use, as
+        // ChooseGeneralStageOne's do. Measured on the H200 against the
+        // register kernel (gpu-2026-11-29-round52.md, table 1), x + y form:
+        // bf16 4096 x 14501 453.1 -> 326.5 us, 2048 x 16383 256.6 -> 192.8,
+        // 2048 x 32767 453.1 -> 333.9, 1024 x 65535 494.2 -> 363.9; fp16
+        // 4096 x 14501 454.6 -> 303.2.
+        if constexpr (sizeof(T) == 2 && ITERS == 4) {
+          if (residual_as_stored && fits(kCtas, false)) {
+            return staged(ctas, std::true_type{}, std::false_type{});
+          }
         }
         if constexpr (kCtas > 1) {
           return RegisterClusterStageOne<T, VEC, ITERS, kCenter, kCtas, /*kRealigned=*/true>(

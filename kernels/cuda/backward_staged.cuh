@@ -122,9 +122,8 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
   // zeros past the row's end) and reads the two around each of its vectors
   // shifted into place (ShiftedSharedWord): other threads' copies, so a block
   // barrier follows the copies' wait and precedes the next row's copies.
-  static_assert(
-      !kRealigned || (!kFull && !kHeld && !kPadded && kWeightRow && sizeof(T) * VEC == 16),
-      "realigned rows are 16-byte vectors");
+  static_assert(!kRealigned || (!kFull && !kHeld && !kPadded && sizeof(T) * VEC == 16),
+                "realigned rows are 16-byte vectors");
   constexpr bool kKeep =
       kHeld || (kCtas > 1 && sizeof(T) == 4 && !kFused && (!kDb || (kFull && kCtas == 2)));
   AllowDependentLaunch();  // ReducePartialsKernel waits for this grid's end itself
@@ -378,7 +377,7 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
       } else if constexpr (kWeightRow) {
         scaled_w.Load(kFull || col < d ? LocalColumn<VEC, kCtas>(it, tpr, t) : 0, sw);
       } else {
-        LoadScaledWeight<T>(a, kFull || col < d ? col : 0, sw);
+        LoadScaledWeight<T, kRealigned>(a, kFull || col < d ? col : 0, sw);
       }
 #pragma unroll
       for (int i = 0; i < VEC; ++i) {

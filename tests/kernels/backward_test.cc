@@ -189,5 +189,39 @@ INSTANTIATE_TEST_SUITE_P(
                                          int64_t{40000}, int64_t{40001})),
     SuiteParamName);
 
+// The fused backward from x and y with the residual gradient in the batch
+// dtype, over more rows than the CUDA launch has blocks, at the 16-bit widths
+// whose three staged tensors leave no room for scale * w in shared memory:
+// 14501 (realigned, one block of 480 threads), 32767 and 65535 (realigned over
+// a cluster of two / four), 32768 (aligned, a cluster of two). About 4.8 M
+// elements a case. CUDA only: the CPU backend's rows at these widths are
+// BackwardTest's.
+class WideFusedBackwardTest : public BackendTest<DType, int64_t> {};
+
+TEST_P(WideFusedBackwardTest, EveryRowAndTheReductionsMatchReference) {
+  for (bool center : {false, true}) {
+    NormCase c;
+    c.dtype = std::get<1>(GetParam());
+    c.hidden = std::get<2>(GetParam());
+    c.segment_rows = {4'800'000 / c.hidden, 7};
+    c.config.center = center;
+    c.weight = true;
+    c.saved_stats = !center;
+    c.residual = true;
+    c.grad_residual_out = true;
+    c.residual_dtype = c.dtype;
+    c.grad_weight = true;
+    c.grad_bias = center;
+    ExpectBackwardMatchesReference(backend(), c, 20);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, WideFusedBackwardTest,
+                         ::testing::Combine(::testing::Values(std::string("cuda")),
+                                            ::testing::Values(DType::kBF16, DType::kF16),
+                                            ::testing::Values(int64_t{14501}, int64_t{32767},
+                                                              int64_t{32768}, int64_t{65535})),
+                         SuiteParamName);
+
 }  // namespace
 }  // namespace normserve::kernels_test
