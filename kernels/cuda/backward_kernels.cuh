@@ -123,16 +123,22 @@ __device__ __forceinline__ void LoadRawRow(const BackwardArgs& a, int64_t row, b
   }
 }
 
-// sw = scale * w for the VEC columns at col (L1-resident after the first row);
-// kRealigned: RowLayout::realigned (zeros past the row's end).
+// The weight's VEC columns at col as floats (a.weight not null); kRealigned:
+// RowLayout::realigned (zeros past the row's end).
+template <typename T, bool kRealigned = false, int VEC>
+__device__ __forceinline__ void LoadWeight(const BackwardArgs& a, int col, float (&w)[VEC]) {
+  if constexpr (kRealigned) {
+    LoadRealignedFloats(static_cast<const T*>(a.weight), col, static_cast<int>(a.hidden), w);
+  } else {
+    LoadFloats(static_cast<const T*>(a.weight) + col, w);
+  }
+}
+
+// sw = scale * w for the VEC columns at col (L1-resident after the first row).
 template <typename T, bool kRealigned = false, int VEC>
 __device__ __forceinline__ void LoadScaledWeight(const BackwardArgs& a, int col, float (&sw)[VEC]) {
   if (a.weight != nullptr) {
-    if constexpr (kRealigned) {
-      LoadRealignedFloats(static_cast<const T*>(a.weight), col, static_cast<int>(a.hidden), sw);
-    } else {
-      LoadFloats(static_cast<const T*>(a.weight) + col, sw);
-    }
+    LoadWeight<T, kRealigned>(a, col, sw);
 #pragma unroll
     for (int i = 0; i < VEC; ++i) sw[i] *= a.norm.scale;
   } else {

@@ -97,7 +97,7 @@ StageOne ChooseGeneralStageOne(const RowLayout& layout, int64_t hidden, bool pla
     return StagedSharedBytes(
         layout.rows_per_cta,
         StagedRowLength<VEC, ITERS, kCtas>(hidden, layout.tpr, kCtas == 1 && padded), sizeof(T),
-        staged_tensors, weight_row);
+        staged_tensors, weight_row ? sizeof(float) : sizeof(T));
   };
   // weight_row: see BackwardStagedKernel's kWeightRow.
   auto staged = [&](auto ctas, auto fused, auto weight_row) {
@@ -168,11 +168,13 @@ StageOne ChooseGeneralStageOne(const RowLayout& layout, int64_t hidden, bool pla
         // 4096 x 14500 349.7 -> 230.4.
         if (fused_stages_fit(ctas)) return staged(ctas, std::true_type{}, kWithWeightRow);
         // 16-bit rows with y whose stages leave no room for scale * w (a
-        // block's share past about 14300 elements) form it from the weight
-        // at each use (half vectors' shares always leave room). Measured on
-        // the H200 against the register kernel (gpu-2026-11-29-round52.md,
-        // table 1), x + y form: bf16 2048 x 32768 383.5 -> 232.3 us, 1024 x
-        // 65536 406.7 -> 265.1; fp16 2048 x 32768 284.8 -> 249.7.
+        // block's share past about 14300 elements) keep w as stored instead
+        // (half vectors' shares always leave room). Measured on the H200
+        // (gpu-2026-11-29-round52.md), x + y form, against the register
+        // kernel with w loaded from global memory at each use (table 1):
+        // bf16 2048 x 32768 383.5 -> 232.3 us, 1024 x 65536 406.7 -> 265.1;
+        // fp16 2048 x 32768 284.8 -> 249.7; then w as stored against that
+        // (table 2): 232.4 -> 179.5, 265.7 -> 186.3; 249.9 -> 179.8.
         if constexpr (sizeof(T) == 2 && VEC == 8) {
           if (residual_as_stored &&
               StagedBlocksPerSm(staged_bytes(ctas, tensors, false), kCtas) >= plan_blocks) {
@@ -210,10 +212,12 @@ StageOne ChooseGeneralStageOne(const RowLayout& layout, int64_t hidden, bool pla
     }
   }
   // 16-bit rows of 4 vectors with y whose stages do not fit next to scale * w
-  // (hidden 14337-16384: 256 KB at 16384) form it from the weight at each use.
-  // Measured on the H100 (gpu-2026-11-25-round16.md) against the generic
-  // kernel, x + y form: bf16 8192 x 16384 756.0 -> 481.2 us, 4096 x 16384
-  // 386.3 -> 257.1, 4096 x 15000 390.4 -> 330.3.
+  // (hidden 14337-16384: 256 KB at 16384) keep w as stored. Measured, x + y
+  // form: on the H100 (gpu-2026-11-25-round16.md) against the generic kernel,
+  // with w loaded from global memory at each use: bf16 8192 x 16384 756.0 ->
+  // 481.2 us, 4096 x 16384 386.3 -> 257.1, 4096 x 15000 390.4 -> 330.3; on
+  // the H200, w as stored against that (gpu-2026-11-29-round52.md, table 2):
+  // 8192 x 16384 423.6 -> 332.2, 4096 x 15000 279.1 -> 199.5.
   if constexpr (sizeof(T) == 2 && VEC == 8 && ITERS == 4) {
     const size_t bytes = staged_bytes(IntConst<1>{}, tensors, /*weight_row=*/false);
     if (!plain && residual_as_stored && StagedBlocksPerSm(bytes, 1) >= plan_blocks) {
@@ -243,7 +247,7 @@ StageOne ChooseHeldStageOne(const RowLayout& layout, int64_t hidden, bool plain,
     s.cluster_ctas = kCtas;
     s.shared_bytes = StagedSharedBytes(
         1, LocalRowLength<16 / sizeof(T), ITERS, kCtas>(hidden, kCtas * kHeldRowThreads), sizeof(T),
-        kFused ? tensors : 2, /*weight_row=*/false);
+        kFused ? tensors : 2, /*weight_elem_size=*/0);  // kKeep
     return ForDbFull(db, full, [](auto kdb, auto kfull) {
       return &BackwardStagedHeldKernel<T, ITERS, decltype(kdb)::value, kCenter,
                                        decltype(kfull)::value, kFused, kCtas>;
@@ -270,7 +274,7 @@ StageOne ChooseStageOne(const RowLayout& layout, int64_t hidden, bool plain, boo
       auto staged_bytes = [&](int ctas, int staged_tensors, bool weight_row = true) {
         return StagedSharedBytes(layout.rows_per_cta,
                                  RealignedStagedRowLength(ITERS, layout.tpr, VEC, ctas), sizeof(T),
-                                 staged_tensors, weight_row);
+                                 staged_tensors, weight_row ? sizeof(float) : sizeof(T));
       };
       // weight_row: see BackwardStagedKernel's kWeightRow.
       auto staged = [&](auto ctas, auto fused, auto weight_row) {
@@ -305,12 +309,14 @@ StageOne ChooseStageOne(const RowLayout& layout, int64_t hidden, bool plain, boo
         }
         // 16-bit rows with y at 4 vectors a thread whose stages leave no room
         // for scale * w (one block: about 14300-16383; clusters: a block's
-        // share past about 14300) form it from the weight at each use, as
-        // ChooseGeneralStageOne's do. Measured on the H200 against the
-        // register kernel (gpu-2026-11-29-round52.md, table 1), x + y form:
-        // bf16 4096 x 14501 453.1 -> 326.5 us, 2048 x 16383 256.6 -> 192.8,
-        // 2048 x 32767 453.1 -> 333.9, 1024 x 65535 494.2 -> 363.9; fp16
-        // 4096 x 14501 454.6 -> 303.2.
+        // share past about 14300) keep w as stored instead, as
+        // ChooseGeneralStageOne's do. Measured on the H200
+        // (gpu-2026-11-29-round52.md), x + y form, against the register
+        // kernel with w loaded from global memory at each use (table 1): bf16
+        // 4096 x 14501 453.1 -> 326.5 us, 2048 x 32767 453.1 -> 333.9, 1024 x
+        // 65535 494.2 -> 363.9; fp16 4096 x 14501 454.6 -> 303.2; then w as
+        // stored against that (table 2): 326.6 -> 284.4, 335.1 -> 280.5, 367.3
+        // -> 315.9; 303.8 -> 242.1.
         if constexpr (sizeof(T) == 2 && ITERS == 4) {
           if (residual_as_stored && fits(kCtas, false)) {
             return staged(ctas, std::true_type{}, std::false_type{});

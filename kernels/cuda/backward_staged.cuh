@@ -42,17 +42,18 @@ inline constexpr int kStagedRows = 2;
 // `tensors` the tensors staged per row (StagedTensors):
 // [kStagedRows][rows_per_cta][x, dy, (y)][row_len], reused at the end for
 // one [rows_per_cta][row_len] fp32 partial (never larger: stages x 2 or more
-// tensors x sizeof(T) >= 4 bytes per element), then [row_len] fp32 scale * w
-// where the weight is held in shared memory (weight_row).
+// tensors x sizeof(T) >= 4 bytes per element), then the weight row of
+// weight_elem_size bytes an element: fp32 scale * w (kWeightRow), w as stored
+// (sizeof(T): BackwardStagedRows without kWeightRow), or none (0: kKeep).
 __host__ __device__ inline size_t StagedRowsBytes(int rows_per_cta, int64_t row_len,
                                                   size_t elem_size, int tensors) {
   return kStagedRows * tensors * elem_size * static_cast<size_t>(rows_per_cta) *
          static_cast<size_t>(row_len);
 }
 inline size_t StagedSharedBytes(int rows_per_cta, int64_t row_len, size_t elem_size, int tensors,
-                                bool weight_row = true) {
+                                size_t weight_elem_size = sizeof(float)) {
   return StagedRowsBytes(rows_per_cta, row_len, elem_size, tensors) +
-         (weight_row ? sizeof(float) * static_cast<size_t>(row_len) : 0);
+         weight_elem_size * static_cast<size_t>(row_len);
 }
 // Length of one tensor's staged row: LocalRowLength, or for a padded launch
 // (kPadded below) the layout's whole width, ITERS * tpr * VEC.
@@ -78,8 +79,9 @@ __host__ __device__ inline int StagedTensors(const BackwardArgs& a) {
 // the same arithmetic, and registers to spare (the LayerNorm-with-bias
 // instance at 4 vectors spilled 96 bytes with the tests). kFused: the launch
 // has y or grad_residual_out (stored as T). kWeightRow: scale * w is kept in
-// shared memory; without it, formed from the weight (L2-resident) at each use,
-// the same products. kHeld: see BackwardStagedHeldKernel.
+// shared memory as fp32; without it, w as stored (half the bytes for 16-bit
+// rows), scaled at each use: the same products. kHeld: see
+// BackwardStagedHeldKernel.
 // kPadded (rows of one block with bounds tests, kFull false): each tensor's
 // staged row has the layout's whole width (StagedRowLength), so a thread's
 // vectors past the row's end have slots of their own, which the copy
@@ -272,10 +274,10 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
       for (int i = 0; i < VEC; ++i) v[i] += yv[i];
     }
   };
-  const SharedFloatRow<VEC> scaled_w{
-      reinterpret_cast<float*>(staged +
-                               StagedRowsBytes(rows_per_cta, slot_len, sizeof(T), tensors)),
-      len};
+  unsigned char* const weight_row =
+      staged + StagedRowsBytes(rows_per_cta, slot_len, sizeof(T), tensors);
+  const SharedFloatRow<VEC> scaled_w{reinterpret_cast<float*>(weight_row), len};  // kWeightRow
+  T* const stored_w = reinterpret_cast<T*>(weight_row);                           // or w as stored
   // kKeep: scale * w of the thread's columns in registers for the whole chunk
   // (the padding's: the first column's, as below).
   float held_sw[kKeep ? ITERS : 1][VEC];
@@ -286,15 +288,25 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
       LoadScaledWeight<T>(a, in_row(it, col) ? col : 0, held_sw[it]);
     }
   }
-  if constexpr (kWeightRow && !kKeep) {  // kKeep leaves the launch's row unused
+  if constexpr (!kKeep) {  // kKeep keeps no row
     if (group == 0) {
 #pragma unroll
       for (int it = 0; it < ITERS; ++it) {
         const int col = (it * tpr + t) * VEC;
         if (col < d) {
-          float sw[VEC];
-          LoadScaledWeight<T, kRealigned>(a, col, sw);
-          scaled_w.Store(LocalColumn<VEC, kCtas>(it, tpr, t), sw);
+          float w[VEC];
+          if constexpr (kWeightRow) {
+            LoadScaledWeight<T, kRealigned>(a, col, w);
+            scaled_w.Store(LocalColumn<VEC, kCtas>(it, tpr, t), w);
+          } else {  // w as stored (exact: its floats are T's), 1 without a weight
+            if (a.weight != nullptr) {
+              LoadWeight<T, kRealigned>(a, col, w);
+            } else {
+#pragma unroll
+              for (int i = 0; i < VEC; ++i) w[i] = 1.0f;
+            }
+            StoreFloats(stored_w + LocalColumn<VEC, kCtas>(it, tpr, t), w);
+          }
         }
       }
     }
@@ -377,7 +389,9 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
       } else if constexpr (kWeightRow) {
         scaled_w.Load(kFull || col < d ? LocalColumn<VEC, kCtas>(it, tpr, t) : 0, sw);
       } else {
-        LoadScaledWeight<T, kRealigned>(a, kFull || col < d ? col : 0, sw);
+        LoadFloats(stored_w + (kFull || col < d ? LocalColumn<VEC, kCtas>(it, tpr, t) : 0), sw);
+#pragma unroll
+        for (int i = 0; i < VEC; ++i) sw[i] *= a.norm.scale;  // LoadScaledWeight's bits
       }
 #pragma unroll
       for (int i = 0; i < VEC; ++i) {

@@ -192,10 +192,10 @@ INSTANTIATE_TEST_SUITE_P(
 // The fused backward from x and y with the residual gradient in the batch
 // dtype, over more rows than the CUDA launch has blocks, at the 16-bit widths
 // whose three staged tensors leave no room for scale * w in shared memory:
-// 14501 (realigned, one block of 480 threads), 32767 and 65535 (realigned over
-// a cluster of two / four), 32768 (aligned, a cluster of two). About 4.8 M
-// elements a case. CUDA only: the CPU backend's rows at these widths are
-// BackwardTest's.
+// 14501 (realigned, one block of 480 threads), 15000 (aligned, one block),
+// 32767 and 65535 (realigned over a cluster of two / four), 32768 (aligned, a
+// cluster of two). About 4.8 M elements a case. CUDA only: the CPU backend's
+// rows at these widths are BackwardTest's.
 class WideFusedBackwardTest : public BackendTest<DType, int64_t> {};
 
 TEST_P(WideFusedBackwardTest, EveryRowAndTheReductionsMatchReference) {
@@ -219,8 +219,9 @@ TEST_P(WideFusedBackwardTest, EveryRowAndTheReductionsMatchReference) {
 INSTANTIATE_TEST_SUITE_P(Kernels, WideFusedBackwardTest,
                          ::testing::Combine(::testing::Values(std::string("cuda")),
                                             ::testing::Values(DType::kBF16, DType::kF16),
-                                            ::testing::Values(int64_t{14501}, int64_t{32767},
-                                                              int64_t{32768}, int64_t{65535})),
+                                            ::testing::Values(int64_t{14501}, int64_t{15000},
+                                                              int64_t{32767}, int64_t{32768},
+                                                              int64_t{65535})),
                          SuiteParamName);
 
 }  // namespace
