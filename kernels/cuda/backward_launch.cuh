@@ -291,10 +291,20 @@ StageOne ChooseStageOne(const RowLayout& layout, int64_t hidden, bool plain, boo
             return s;
           }
         }
+        // 16-bit rows at 4 vectors a thread keep w as stored even where fp32
+        // scale * w fits: a vector's w is one 16-byte shared-memory read
+        // instead of two. Measured on the H200 (gpu-2026-11-29-round52.md,
+        // table 3) against scale * w: bf16 LayerNorm backward 2048 x 20001
+        // 185.8 -> 162.1 us, 1024 x 65535 316.3 -> 254.4, add + RMSNorm 4096 x
+        // 10001 182.5 -> 153.8, 2048 x 32767 247.7 -> 229.2; RMSNorm 0.98-1.01.
+        // Not at 2 vectors (add + RMSNorm 8192 x 8191 203.7 -> 221.9), nor on
+        // aligned rows of 4 (table 4: LayerNorm 4096 x 20000 216.6 -> 262.2).
+        constexpr bool kScaledRow = kWeightRow && !(sizeof(T) == 2 && ITERS == 4);
+        s.shared_bytes = staged_bytes(kCtas, kFused ? tensors : 2, kScaledRow);
         s.kernel = db ? &BackwardStagedKernel<T, VEC, ITERS, true, kCenter, kCtas, false, kFused,
-                                              kWeightRow, false, /*kRealigned=*/true>
+                                              kScaledRow, false, /*kRealigned=*/true>
                       : &BackwardStagedKernel<T, VEC, ITERS, false, kCenter, kCtas, false, kFused,
-                                              kWeightRow, false, /*kRealigned=*/true>;
+                                              kScaledRow, false, /*kRealigned=*/true>;
         return s;
       };
       auto fits = [&](int ctas, bool weight_row) {
