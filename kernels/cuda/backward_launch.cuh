@@ -269,68 +269,53 @@ StageOne ChooseStageOne(const RowLayout& layout, int64_t hidden, bool plain, boo
     StageOne s;
     if constexpr (VEC * sizeof(T) == 16 &&
                   VEC * ITERS <= MaxElemsPerThread(Pass::kBackward, sizeof(T))) {
+      // 16-bit rows at 4 vectors a thread keep w as stored (BackwardStagedKernel
+      // with kWeightRow false) even where fp32 scale * w fits: a
+      // vector's w is one 16-byte shared-memory read instead of two. Measured
+      // on the H200 (gpu-2026-11-29-round52.md, table 3) against scale * w:
+      // bf16 LayerNorm backward 2048 x 20001 185.8 -> 162.1 us, 1024 x 65535
+      // 316.3 -> 254.4, add + RMSNorm 4096 x 10001 182.5 -> 153.8, 2048 x
+      // 32767 247.7 -> 229.2; RMSNorm 0.98-1.01. Not at 2 vectors (add +
+      // RMSNorm 8192 x 8191 203.7 -> 221.9), nor on aligned rows of 4 (table
+      // 4: LayerNorm 4096 x 20000 216.6 -> 262.2). With y, their three stages
+      // past about 14300 a block leave no room for scale * w anyway: staged
+      // with w as stored, against the register kernel with w loaded from
+      // global memory at each use (tables 1-2), bf16 4096 x 14501 453.1 ->
+      // 284.4 us, 2048 x 32767 453.1 -> 280.5, 1024 x 65535 494.2 -> 315.9;
+      // fp16 4096 x 14501 454.6 -> 242.1.
+      constexpr bool kScaledRow = !(sizeof(T) == 2 && ITERS == 4);
       // Rows past one block (RealignedRow): the rounded row's cluster, each
       // block staging its runs of vectors (RealignedStagedRowLength).
-      auto staged_bytes = [&](int ctas, int staged_tensors, bool weight_row = true) {
+      auto staged_bytes = [&](int ctas, int staged_tensors) {
         return StagedSharedBytes(layout.rows_per_cta,
                                  RealignedStagedRowLength(ITERS, layout.tpr, VEC, ctas), sizeof(T),
-                                 staged_tensors, weight_row ? sizeof(float) : sizeof(T));
+                                 staged_tensors, kScaledRow ? sizeof(float) : sizeof(T));
       };
-      // weight_row: see BackwardStagedKernel's kWeightRow.
-      auto staged = [&](auto ctas, auto fused, auto weight_row) {
+      auto staged = [&](auto ctas, auto fused) {
         constexpr int kCtas = decltype(ctas)::value;
         constexpr bool kFused = decltype(fused)::value;
-        constexpr bool kWeightRow = decltype(weight_row)::value;
         s.cluster_ctas = kCtas;
-        s.shared_bytes = staged_bytes(kCtas, kFused ? tensors : 2, kWeightRow);
+        s.shared_bytes = staged_bytes(kCtas, kFused ? tensors : 2);
         // Two blocks per SM: the paired kernel.
-        if constexpr (sizeof(T) == 2 && ITERS == 2 && kCtas == 1 && kWeightRow) {
+        if constexpr (sizeof(T) == 2 && ITERS == 2 && kCtas == 1) {
           if (layout.threads() > kTargetThreads && layout.threads() <= kPairedThreads) {
             s.kernel = db ? &BackwardStagedPairedKernel<T, true, kCenter, false, kFused, true>
                           : &BackwardStagedPairedKernel<T, false, kCenter, false, kFused, true>;
             return s;
           }
         }
-        // 16-bit rows at 4 vectors a thread keep w as stored even where fp32
-        // scale * w fits: a vector's w is one 16-byte shared-memory read
-        // instead of two. Measured on the H200 (gpu-2026-11-29-round52.md,
-        // table 3) against scale * w: bf16 LayerNorm backward 2048 x 20001
-        // 185.8 -> 162.1 us, 1024 x 65535 316.3 -> 254.4, add + RMSNorm 4096 x
-        // 10001 182.5 -> 153.8, 2048 x 32767 247.7 -> 229.2; RMSNorm 0.98-1.01.
-        // Not at 2 vectors (add + RMSNorm 8192 x 8191 203.7 -> 221.9), nor on
-        // aligned rows of 4 (table 4: LayerNorm 4096 x 20000 216.6 -> 262.2).
-        constexpr bool kScaledRow = kWeightRow && !(sizeof(T) == 2 && ITERS == 4);
-        s.shared_bytes = staged_bytes(kCtas, kFused ? tensors : 2, kScaledRow);
         s.kernel = db ? &BackwardStagedKernel<T, VEC, ITERS, true, kCenter, kCtas, false, kFused,
                                               kScaledRow, false, /*kRealigned=*/true>
                       : &BackwardStagedKernel<T, VEC, ITERS, false, kCenter, kCtas, false, kFused,
                                               kScaledRow, false, /*kRealigned=*/true>;
         return s;
       };
-      auto fits = [&](int ctas, bool weight_row) {
-        return StagedBlocksPerSm(staged_bytes(ctas, tensors, weight_row), ctas) >= plan_blocks;
-      };
       auto choose = [&](auto ctas) {
         constexpr int kCtas = decltype(ctas)::value;
-        constexpr std::true_type kWithWeightRow{};
-        if (plain) return staged(ctas, std::false_type{}, kWithWeightRow);
-        if (residual_as_stored && fits(kCtas, true)) {
-          return staged(ctas, std::true_type{}, kWithWeightRow);
-        }
-        // 16-bit rows with y at 4 vectors a thread whose stages leave no room
-        // for scale * w (one block: about 14300-16383; clusters: a block's
-        // share past about 14300) keep w as stored instead, as
-        // ChooseGeneralStageOne's do. Measured on the H200
-        // (gpu-2026-11-29-round52.md), x + y form, against the register
-        // kernel with w loaded from global memory at each use (table 1): bf16
-        // 4096 x 14501 453.1 -> 326.5 us, 2048 x 32767 453.1 -> 333.9, 1024 x
-        // 65535 494.2 -> 363.9; fp16 4096 x 14501 454.6 -> 303.2; then w as
-        // stored against that (table 2): 326.6 -> 284.4, 335.1 -> 280.5, 367.3
-        // -> 315.9; 303.8 -> 242.1.
-        if constexpr (sizeof(T) == 2 && ITERS == 4) {
-          if (residual_as_stored && fits(kCtas, false)) {
-            return staged(ctas, std::true_type{}, std::false_type{});
-          }
+        if (plain) return staged(ctas, std::false_type{});
+        if (residual_as_stored &&
+            StagedBlocksPerSm(staged_bytes(kCtas, tensors), kCtas) >= plan_blocks) {
+          return staged(ctas, std::true_type{});
         }
         if constexpr (kCtas > 1) {
           return RegisterClusterStageOne<T, VEC, ITERS, kCenter, kCtas, /*kRealigned=*/true>(
