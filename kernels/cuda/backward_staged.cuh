@@ -352,6 +352,15 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
     // paired kernel's 96 registers; bench/results/gpu-2026-11-29-round51.md,
     // table 1: 16384 x 4097 221.5 us against 224.8 with the pair of words).
     RawVec<T, VEC> residual_grad_raw[kFused && !kRealigned ? ITERS : 1];
+    // With db at 4 vectors a thread (16-bit realigned rows of LayerNorm with
+    // a bias: dw and db take 64 registers) the pieces are loaded where dx
+    // uses them instead: prefetched, they took the instances' spills to
+    // 172-264 bytes (bf16; at the use 64-160). On the H200
+    // (gpu-2026-11-29-round53.md, table 5), bf16 add + LayerNorm backward of a
+    // saved p: 4096 x 14501 327.3 -> 277.9 us, 2048 x 16383 192.3 -> 162.0,
+    // 2048 x 32767 402.5 -> 369.3, 1024 x 65535 424.9 -> 398.3; fp16 4096 x
+    // 14501 331.0 -> 278.1.
+    constexpr bool kResidualGradAtUse = kRealigned && kDb && sizeof(T) == 2 && ITERS == 4;
     PendingRealigned16<T, (ITERS > 2 || kTwoBlocksPerSm)>
         residual_grad_pending[kFused && kRealigned ? ITERS : 1];
     if constexpr (kFused) {
@@ -361,7 +370,7 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
         const int col = (it * tpr + t) * VEC;
         if constexpr (kRealigned) {
           residual_grad_pending[it].Zero();
-          if (has_residual_grad && in_row(it, col)) {
+          if (!kResidualGradAtUse && has_residual_grad && in_row(it, col)) {
             residual_grad_pending[it].Issue(residual_grad + row * a.hidden, col, d);
           }
         } else {
@@ -436,6 +445,9 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
         if constexpr (kFused) {
           float residual_g[VEC];  // the residual branch's gradient (0 without one)
           if constexpr (kRealigned) {
+            if (kResidualGradAtUse && residual_grad != nullptr) {
+              residual_grad_pending[it].Issue(residual_grad + row * a.hidden, col, d);
+            }
             UnpackRaw<T, VEC>(residual_grad_pending[it].Word(), residual_g);
           } else {
             UnpackRaw<T, VEC>(residual_grad_raw[it], residual_g);

@@ -194,12 +194,15 @@ INSTANTIATE_TEST_SUITE_P(
 // whose three staged tensors leave no room for scale * w in shared memory:
 // 14501 (realigned, one block of 480 threads), 15000 (aligned, one block),
 // 32767 and 65535 (realigned over a cluster of two / four), 32768 (aligned, a
-// cluster of two). About 4.8 M elements a case. CUDA only: the CPU backend's
-// rows at these widths are BackwardTest's.
+// cluster of two). Then LayerNorm with a bias of a saved p (no y): at the
+// realigned widths the staged instances with db, which load the residual
+// gradient where dx uses it. About 4.8 M elements a case. CUDA only: the CPU
+// backend's rows at these widths are BackwardTest's.
 class WideFusedBackwardTest : public BackendTest<DType, int64_t> {};
 
 TEST_P(WideFusedBackwardTest, EveryRowAndTheReductionsMatchReference) {
-  for (bool center : {false, true}) {
+  for (int variant = 0; variant < 3; ++variant) {
+    const bool center = variant >= 1;
     NormCase c;
     c.dtype = std::get<1>(GetParam());
     c.hidden = std::get<2>(GetParam());
@@ -207,7 +210,7 @@ TEST_P(WideFusedBackwardTest, EveryRowAndTheReductionsMatchReference) {
     c.config.center = center;
     c.weight = true;
     c.saved_stats = !center;
-    c.residual = true;
+    c.residual = variant != 2;  // variant 2: a saved p
     c.grad_residual_out = true;
     c.residual_dtype = c.dtype;
     c.grad_weight = true;
