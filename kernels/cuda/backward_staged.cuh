@@ -352,10 +352,10 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
     // paired kernel's 96 registers; bench/results/gpu-2026-11-29-round51.md,
     // table 1: 16384 x 4097 221.5 us against 224.8 with the pair of words).
     RawVec<T, VEC> residual_grad_raw[kFused && !kRealigned ? ITERS : 1];
-    // With db at 4 vectors a thread (16-bit realigned rows of LayerNorm with
-    // a bias: dw and db take 64 registers) the pieces are loaded where dx
-    // uses them instead: prefetched, they took the instances' spills to
-    // 172-264 bytes (bf16; at the use 64-160). On the H200
+    // With db (a bias) at 4 vectors a thread on 16-bit realigned rows, where
+    // dw and db take 64 registers, the pieces are loaded where dx uses them
+    // instead: prefetched, they took the instances' spills to 172-264 bytes
+    // (bf16; at the use 64-160). On the H200
     // (gpu-2026-11-29-round53.md, table 5), bf16 add + LayerNorm backward of a
     // saved p: 4096 x 14501 327.3 -> 277.9 us, 2048 x 16383 192.3 -> 162.0,
     // 2048 x 32767 402.5 -> 369.3, 1024 x 65535 424.9 -> 398.3; fp16 4096 x
