@@ -6,8 +6,9 @@
 # `mkdir -p /tmp/stash && cp .quack_a/* /tmp/stash/` (bench/cuda/make_peer_carry.sh makes the
 # folders). Carry here: .quack_b .devdeps .whl .peers
 #   OUT=$OUT [CELLS="rms_fwd:bf16:4096x4096 ..."] bash bench/cuda/cells_call.sh
-# NCU="ncu's section / metric arguments": no timing; ncu's report of one call of each peer per
-# cell in $OUT/ncu.txt.
+# NCU="ncu's section / metric arguments": no timing; ncu's report of PROFILE_CALLS calls
+# (default 1) of each peer per cell in $OUT/ncu.txt (with "--csv --metrics
+# gpu__time_duration.sum": bench/cuda/ncu_cells.py ncu.txt cells.err, the kernels' durations).
 # Then: python3 bench/cuda/interleaved.py --best|--table interleaved.json
 set -uo pipefail
 OUT=${OUT:-/tmp/o}; mkdir -p "$OUT"

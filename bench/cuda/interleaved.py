@@ -25,8 +25,10 @@ us between the rounds of one cell), so a median under ~60 us sits on one of two 
 order cells closer than a step (2 % at 30 us); the mean of the samples (10^2-10^3 per call)
 straddles the steps.
 
-PROFILE=1: no timing; each peer's function called once between torch.cuda.profiler.start() and
-stop(), for `ncu --profile-from-start off` (the order of the calls goes to stderr).
+PROFILE=1: no timing; each peer's function called PROFILE_CALLS times (default 1) between
+torch.cuda.profiler.start() and stop(), for `ncu --profile-from-start off`, after a marker kernel
+(torch.cuda._sleep's spin_kernel) that tells ncu_cells.py where the peer's kernels begin; the order
+of the calls goes to stderr.
 
 Prints one JSON row per (cell, round, peer) and writes them to $OUT/interleaved.json.
   python3 bench/cuda/interleaved.py --table interleaved.json ...  # the markdown table
@@ -374,12 +376,15 @@ def main():
             print(f"SKIP {spec}: {type(exc).__name__}: {str(exc)[:300]}", file=sys.stderr,
                   flush=True)
             continue
-        if os.environ.get("PROFILE"):  # one call each, for ncu --profile-from-start off
+        if os.environ.get("PROFILE"):  # for ncu --profile-from-start off
+            calls = int(os.environ.get("PROFILE_CALLS", "1"))
             for peer, (f, _) in peers.items():
-                print(f"PROFILE {spec} {peer}", file=sys.stderr, flush=True)
+                print(f"PROFILE {spec} {peer} {calls}", file=sys.stderr, flush=True)
                 torch.cuda.synchronize()
                 torch.cuda.profiler.start()
-                f()
+                torch.cuda._sleep(1)  # the marker: this peer's kernels follow
+                for _ in range(calls):
+                    f()
                 torch.cuda.synchronize()
                 torch.cuda.profiler.stop()
             continue
