@@ -193,12 +193,18 @@ __device__ __forceinline__ void RowStats(const float (&p)[ITERS][VEC], int tpr, 
 //    longer hold the row and more rows are in flight per SM
 //    (forward_launch.cuh); each thread reads back only what it copied, with
 //    the same arithmetic: the same bits.
+//  - kStagedSum (fused fp32 rows of 8 vectors per thread): as kStaged, with
+//    y, loaded into registers while x lands, added into the copy. Its own
+//    instance: the y path in kStaged's moved the plain instances' registers
+//    (RMSNorm with bounds tests 56 -> 60) and slowed them (H200, fp32 8192 x
+//    12000 RMSNorm 197.7 -> 208.4 us: bench/results/gpu-2026-11-29-round54.md,
+//    table 3).
 // (kFloats and kPacked once formed x + 0.0f without y, which turns -0 into
 // +0: one more add per value and use on the latency-bound path.)
 // (Fused 16-bit rows once kept p as fp32 in shared memory, for more rows in
 // flight per SM; registers with the residual stored as loaded measured
 // faster: bench/results/gpu-2026-11-25-round21.md.)
-enum class RowStorage { kFloats, kPacked, kStaged };
+enum class RowStorage { kFloats, kPacked, kStaged, kStagedSum };
 
 template <typename T, int VEC, int ITERS, RowStorage kRow>
 struct ForwardRow {
@@ -220,6 +226,9 @@ struct ForwardRow<T, VEC, ITERS, RowStorage::kStaged> {
     LoadFloats(first + it * stride, v);
   }
 };
+template <typename T, int VEC, int ITERS>
+struct ForwardRow<T, VEC, ITERS, RowStorage::kStagedSum>
+    : ForwardRow<T, VEC, ITERS, RowStorage::kStaged> {};
 // (Held as Vec: as one 16-byte word per vector, the compiler kept the
 // converted row live between LayerNorm's passes, 59 -> 104 registers.)
 template <typename T, int VEC, int ITERS>
@@ -322,9 +331,9 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocks)
   // row's statistics shares two constant-cache lines: see ForwardArgs.)
   constexpr bool kCanonical = ForwardCanonical<VEC, ITERS, kFull>();
   constexpr bool kPacked = kRow == RowStorage::kPacked;
-  constexpr bool kStaged = kRow == RowStorage::kStaged;
+  constexpr bool kStaged = kRow == RowStorage::kStaged || kRow == RowStorage::kStagedSum;
   static_assert(!kStaged || (std::is_same_v<T, float> && VEC == 4 && !kPreload),
-                "staged rows are plain fp32 rows of 16-byte vectors");
+                "staged rows are fp32 rows of 16-byte vectors");
   static_assert(!kPacked || sizeof(T) * VEC >= 8, "packed rows are 16- or 8-byte vectors");
   static_assert(!kPacked || sizeof(T) == 2, "packed rows are 16-bit");
   static_assert(!kOneRow || (kPreload && kFull), "one-row instances are latency-bound, full");
@@ -417,6 +426,7 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocks)
   // each, one memory round trip per vector (bf16 add + RMSNorm 1 x 4096
   // 6.8 -> 5.5 us, 32768 x 4096 367.1 -> 361 us; round9.md).
   auto load_row = [&](auto has_y) {
+    [[maybe_unused]] constexpr bool kHasY = decltype(has_y)::value;
     if constexpr (kStaged) {  // x into this row group's shared copy (ForwardRow)
       float* copy =
           reinterpret_cast<float*>(preloaded) + static_cast<int64_t>(group) * ITERS * tpr * VEC;
@@ -433,7 +443,28 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocks)
       CpAsyncCommit();
       p.first = copy + position * VEC;
       p.stride = tpr * VEC;
-      CpAsyncWait<0>();
+      if constexpr (kHasY) {  // kStagedSum
+        // y through registers while x lands, then p = x + y over the copy:
+        // the row's registers hold y alone (forward_launch.cuh).
+        RawVec<T, VEC> y_raw[ITERS];
+#pragma unroll
+        for (int it = 0; it < ITERS; ++it) {
+          const int col = column(it);
+          y_raw[it] = LoadRawOrZero<T, VEC>(y + col, live && (kFull || col < d));
+        }
+        CpAsyncWait<0>();
+#pragma unroll
+        for (int it = 0; it < ITERS; ++it) {
+          float v[VEC], yv[VEC];
+          LoadFloats(copy + column(it), v);
+          UnpackRaw<T, VEC>(y_raw[it], yv);
+#pragma unroll
+          for (int i = 0; i < VEC; ++i) v[i] += yv[i];
+          StoreFloats(copy + column(it), v);
+        }
+      } else {
+        CpAsyncWait<0>();
+      }
     } else if constexpr (kPacked) {  // held as stored (ForwardRow)
       // (Through a local array, not loaded into p.raw directly: the direct
       // form changed the packed LayerNorm's registers, 63 -> 100.)
@@ -458,7 +489,6 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocks)
 #pragma unroll
       for (int it = 0; it < ITERS; ++it) p.raw[it] = x_raw[it];
     } else {
-      constexpr bool kHasY = decltype(has_y)::value;
       RawVec<T, VEC> x_raw[ITERS], y_raw[kHasY ? ITERS : 1];
 #pragma unroll
       for (int it = 0; it < ITERS; ++it) {
@@ -494,8 +524,8 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocks)
       }
     }
   };
-  // Packed and staged launches have no y.
-  if (!kPacked && !kStaged && a.y != nullptr) {
+  // Packed and plain staged launches have no y.
+  if (!kPacked && kRow != RowStorage::kStaged && a.y != nullptr) {
     load_row(std::true_type{});
   } else {
     load_row(std::false_type{});

@@ -464,13 +464,25 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
   // 266.95 -> 275.1 us, 8192 x 12288 199.95 -> 206.4, where staged RMSNorm
   // gained (270.2 -> 265.65) and so did LayerNorm's partial rows (2048 x
   // 12000 68.3 -> 63.7). (Bounded, round22.md: H200 LayerNorm 292.9 -> 267.5
-  // us, H100 361.8 -> 370.2.) Rows of fewer threads fit twice as they are,
-  // and fused rows keep p in registers (bounded: H200 add + RMSNorm 8192 x
-  // 16384 525 -> 548.5).
+  // us, H100 361.8 -> 370.2.) Rows of fewer threads fit twice as they are.
+  // Fused rows (y) on a device of high bandwidth per SM, where the register
+  // instance (78-86 registers) holds one block per SM, are staged too
+  // (RowStorage::kStagedSum: x copied and y added in shared memory, 42-60
+  // registers): where p in registers bounded to 64 lost (H200 add + RMSNorm
+  // 8192 x 16384 525 -> 548.5 us), staged won on the H200
+  // (bench/results/gpu-2026-11-29-round54.md, table 3): add + LayerNorm 2048 x
+  // 14000 140.4 -> 126.8 us, 8192 x 12000 439.8 -> 406.0, 512 x 16384 45.25 ->
+  // 42.6, 4096 x 16384 285.65 -> 274.6, 8192 x 16384 542.2 -> 534.3; add +
+  // RMSNorm 2048 x 14000 127.4 -> 121.45, 8192 x 12000 410.25 -> 393.1, 512 x
+  // 16384 42.8 -> 41.1, 8192 x 16384 526.85 -> 524.65; but 4096 x 16384
+  // 267.25 -> 268.85 and 1024 x 16384 75.45 -> 75.65. Full rows of 12288 (384
+  // threads), whose register instance holds two blocks, lost staged (add +
+  // RMSNorm 4096 x 12288 200.5 -> 203.0, add + LayerNorm 201.7 -> 204.2) and
+  // keep it. Not measured on the H100.
   bool staged = false;
   if constexpr (sizeof(T) == 4 && kWide && kIters == 8) {
-    if (!preload && a.y == nullptr && a.residual_out == nullptr &&
-        layout.tpr >= kTwoBlockRowThreads) {
+    const bool fused = a.y != nullptr;
+    if (!preload && layout.tpr >= kTwoBlockRowThreads && !fused && a.residual_out == nullptr) {
       if (kCenter && full && HighDramBandwidthPerSm()) {
         if constexpr (kCenter)
           kernel = &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kFloats, true, 2>;
@@ -479,6 +491,13 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
         kernel = full ? &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kStaged, true>
                       : &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kStaged, false>;
       }
+    }
+    if (!preload && layout.tpr >= kTwoBlockRowThreads && fused && HighDramBandwidthPerSm() &&
+        ResidentBlocksPerSm(reinterpret_cast<const void*>(kernel), layout.threads()) < 2) {
+      staged = true;
+      kernel = full
+                   ? &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kStagedSum, true>
+                   : &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kStagedSum, false>;
     }
   }
   const size_t rows = static_cast<size_t>(layout.rows_per_cta);

@@ -162,7 +162,8 @@ class ManyRowsTest : public BackendTest<DType, int64_t> {
 // from 16 threads to 64 (SpreadLayout: DeterminismTest compares them with the unspread groups of
 // 16), at 6144 over 6 warps (not a power of two). fp32 rows of 12000 and 16384: 8 vectors per
 // thread over 384 and 512 threads, the plain ones staged through shared memory
-// (RowStorage::kStaged), partial and full. 16-bit LayerNorm rows of 12000
+// (RowStorage::kStaged), partial and full, the fused ones too on a GPU of high bandwidth per SM
+// (RowStorage::kStagedSum: y added into the copy). 16-bit LayerNorm rows of 12000
 // (384 threads, bounds-tested) and 15000 (480 threads) take LeanRowKernel's
 // kFull = false instance, 16-bit rows of 15360 its full one over 480 threads.
 // 16-bit rows of 14500 run half vectors (8 bytes), 8 per thread over 480
