@@ -52,7 +52,8 @@ def main(ncu_path, err_path):
             continue
         sums = [sum(durations[i * per_call:(i + 1) * per_call]) for i in range(calls)]
         cells.setdefault(spec, {})[peer] = (statistics.median(sums), per_call)
-    print("| cell | ours µs (kernels) | fastest peer | its µs (kernels) | peer / ours | every peer, µs |")
+    print("| cell | ours µs (kernels) | fastest peer | its µs (kernels) | peer / ours |"
+          " every peer, µs |")
     print("|---|---|---|---|---|---|")
     for spec, peers in cells.items():
         ours = peers.get("normserve")
