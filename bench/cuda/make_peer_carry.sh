@@ -3,7 +3,9 @@
 # (Python 3.12, PyTorch + Triton, no internet) run the peers beside our bench:
 #   .quack_a/  Quack 0.6.5 and its wheels, with the first 32 MB of the CuTe-DSL cu13 library
 #   .quack_b/  the rest of that library (it is 66 MB as tar.xz: more than one transfer, whose
-#              limit of 64 MiB includes .devdeps and the tracked files)
+#              limit of 64 MiB includes .devdeps and the tracked files), and the cuda-bindings
+#              and torch-c-dlpack-ext wheels (in .quack_a they took it past that limit:
+#              51.9 MB + .devdeps 10.3 + the tree 5.3 in November 2026)
 #   .whl/      Liger-Kernel 0.8.5
 #   .peers/    shared/perf/peers_bench.py and fi_norm.so (FlashInfer 0.7.2's header-only norm)
 # Then two device calls on one warm machine (idle_release_s is short: issue them back to back):
@@ -36,7 +38,9 @@ tar -C "$work/cu13" -cf - . | xz -6 -T0 > "$work/cu13.tar.xz"
 sha256sum < "$work/cu13.tar.xz" > .quack_a/cu13.tar.xz.sha256
 cp .quack_a/cu13.tar.xz.sha256 .quack_b/
 mv "$work/cu13.tar.xz.part_aa" .quack_a/ && mv "$work"/cu13.tar.xz.part_a[b-z] .quack_b/
-find "$work/q" -name '*.whl' ! -name '*libs_cu13*' -exec cp {} .quack_a/ \;
+find "$work/q" -name '*.whl' ! -name '*libs_cu13*' ! -name 'cuda_bindings-*' \
+  ! -name 'torch_c_dlpack_ext-*' -exec cp {} .quack_a/ \;
+cp "$work"/q/cuda_bindings-*.whl "$work"/q/torch_c_dlpack_ext-*.whl .quack_b/
 cp "$work"/w/*.whl .whl/
 cp "$perf/peers_bench.py" .peers/
 (cd "$work/fi" && python3 -m zipfile -e flashinfer_python-*.whl .)
