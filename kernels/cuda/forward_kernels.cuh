@@ -194,7 +194,8 @@ __device__ __forceinline__ void RowStats(const float (&p)[ITERS][VEC], int tpr, 
 //    (forward_launch.cuh); each thread reads back only what it copied, with
 //    the same arithmetic: the same bits.
 //  - kStagedSum (fused fp32 rows of 8 vectors per thread): as kStaged, with
-//    y, loaded into registers while x lands, added into the copy. Its own
+//    y, loaded into registers while x lands, added into the copy (full rows
+//    store p from it right away, ForwardKernel's load_row). Its own
 //    instance: the y path in kStaged's moved the plain instances' registers
 //    (RMSNorm with bounds tests 56 -> 60) and slowed them (H200, fp32 8192 x
 //    12000 RMSNorm 197.7 -> 208.4 us: bench/results/gpu-2026-11-29-round54.md,
@@ -266,6 +267,18 @@ __device__ __forceinline__ void LoadPreloadedParam(const T* copy, int col, float
     for (int i = 0; i < VEC; ++i) v[i] = fill;
   } else {
     LoadFloats(copy + col, v);
+  }
+}
+
+// LoadPreloadedParam for a parameter held in registers (as loaded).
+template <ParamIs kIs, typename T, int VEC>
+__device__ __forceinline__ void LoadHeldParam(const RawVec<T, VEC>& held, float fill,
+                                              float (&v)[VEC]) {
+  if constexpr (kIs == ParamIs::kAbsent) {
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) v[i] = fill;
+  } else {
+    UnpackRaw<T, VEC>(held, v);
   }
 }
 
@@ -349,7 +362,10 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocks)
   // 115.7 -> 100.5, 16384 x 1004 54.7 -> 50.4.
   constexpr bool kEarlyAlways =
       !kPreload && sizeof(T) == 2 && sizeof(T) * VEC >= 8 && ITERS * VEC <= 32 && !kPacked;
-  const bool early = kEarlyAlways || (kPreload && early_residual);
+  // Full kStagedSum rows store p from the shared copy once y is added (see
+  // load_row).
+  constexpr bool kStagedSumEarly = kRow == RowStorage::kStagedSum && kFull;
+  const bool early = kEarlyAlways || kStagedSumEarly || (kPreload && early_residual);
   // kPreload: [rows_per_cta][weight, bias][hidden] as stored.
   extern __shared__ __align__(16) unsigned char preloaded[];
   __shared__ float scratch_buffers[GroupScratch::kFloats];
@@ -395,8 +411,28 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocks)
   // 5.6 -> 5.0 us; bench/results/gpu-2026-11-24-round9.md).
   const T* weight = static_cast<const T*>(a.weight);
   const T* bias = static_cast<const T*>(a.bias);
+  // One-row bf16 rows of one vector per thread, and plain RMSNorm rows of two
+  // held packed, load weight / bias into registers with the row instead: no
+  // copy to wait for and read back. Kernel durations on the H200 (ncu, median
+  // of 26; bench/results/gpu-2026-11-29-round55.md, call 4): one vector, 1 x
+  // 4096 RMSNorm 3296 -> 3184 ns, LayerNorm 3680 -> 3488, add + RMSNorm 3520
+  // -> 3328; two, RMSNorm 256 x 4096 4256 -> 4160, 128 x 8192 4384 -> 4352.
+  // The others keep the copies: at two vectors LayerNorm lost at 128 x 8192
+  // (4768 -> 4928 ns) and add + RMSNorm at 256 x 4096 (5120 -> 5216), fp32
+  // rows at most shapes (LayerNorm 256 x 4096 5440 -> 5664). (The launcher
+  // sizes the copies' shared memory for these instances too, as measured.)
+  constexpr bool kParamsInRegisters = kOneRow && std::is_same_v<T, __nv_bfloat16> &&
+                                      (ITERS == 1 || (ITERS == 2 && kPacked && !kCenter));
+  RawVec<T, VEC> w_reg[kParamsInRegisters ? ITERS : 1], b_reg[kParamsInRegisters ? ITERS : 1];
   auto preload = [&] {
-    if constexpr (kPreload) {
+    if constexpr (kParamsInRegisters) {
+#pragma unroll
+      for (int it = 0; it < ITERS; ++it) {
+        const int col = column(it);
+        w_reg[it] = LoadRawOrZero<T, VEC>(weight + col, weight != nullptr);
+        b_reg[it] = LoadRawOrZero<T, VEC>(bias + col, bias != nullptr);
+      }
+    } else if constexpr (kPreload) {
       static_assert(sizeof(T) * VEC == 16, "cp.async moves 16-byte vectors");
       // A scheduling barrier (no instruction): without it ptxas issued the
       // copies before the row's loads in 16 of the 44 fp32 / bf16 instances, fp32
@@ -461,6 +497,28 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocks)
 #pragma unroll
           for (int i = 0; i < VEC; ++i) v[i] += yv[i];
           StoreFloats(copy + column(it), v);
+        }
+        // p stored now, read back from the copy, so its writes overlap the
+        // row's reductions: stored from the add above, the full instance went
+        // from 42 to 69 registers (one block per SM); this way 44. Measured
+        // on the H200 against p stored with the output
+        // (bench/results/gpu-2026-11-29-round55.md, call 2): add + LayerNorm
+        // 8192 x 16384 538.5 -> 533.4 us, 4096 x 16384 276.85 -> 273.75, 512 x
+        // 16384 42.8 -> 40.85; add + RMSNorm 1024 x 16384 75.85 -> 74.55, 512 x
+        // 16384 41.2 -> 39.35, 8192 x 16384 527.4 -> 526.8. Partial rows lost
+        // so (add + RMSNorm 8192 x 12000 395.55 -> 416.75, 2048 x 14000 121.75
+        // -> 125.55) and store p with the output.
+        if constexpr (kStagedSumEarly) {
+          if (a.residual_out != nullptr) {
+#pragma unroll
+            for (int it = 0; it < ITERS; ++it) {
+              const int col = column(it);
+              if (!live) continue;
+              float v[VEC];
+              LoadFloats(copy + col, v);
+              StoreFloatsEither<T>(a.residual_out, base + col, residual_f32, v);
+            }
+          }
         }
       } else {
         CpAsyncWait<0>();
@@ -597,8 +655,13 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocks)
         const int col = column(it);
         if (!live || (!kFull && col >= d)) continue;
         float w[VEC], b[VEC];
-        LoadPreloadedParam<decltype(weight_is)::value>(weight_copy, col, 1.0f, w);
-        LoadPreloadedParam<decltype(bias_is)::value>(bias_copy, col, 0.0f, b);
+        if constexpr (kParamsInRegisters) {
+          LoadHeldParam<decltype(weight_is)::value, T, VEC>(w_reg[it], 1.0f, w);
+          LoadHeldParam<decltype(bias_is)::value, T, VEC>(b_reg[it], 0.0f, b);
+        } else {
+          LoadPreloadedParam<decltype(weight_is)::value>(weight_copy, col, 1.0f, w);
+          LoadPreloadedParam<decltype(bias_is)::value>(bias_copy, col, 0.0f, b);
+        }
         store_output(it, col, w, b);
       }
     };
