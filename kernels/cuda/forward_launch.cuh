@@ -482,22 +482,25 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
   bool staged = false;
   if constexpr (sizeof(T) == 4 && kWide && kIters == 8) {
     const bool fused = a.y != nullptr;
-    if (!preload && layout.tpr >= kTwoBlockRowThreads && !fused && a.residual_out == nullptr) {
-      if (kCenter && full && HighDramBandwidthPerSm()) {
-        if constexpr (kCenter)
-          kernel = &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kFloats, true, 2>;
-      } else {
-        staged = true;
-        kernel = full ? &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kStaged, true>
-                      : &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kStaged, false>;
+    if (!preload && layout.tpr >= kTwoBlockRowThreads) {
+      if (!fused && a.residual_out == nullptr) {
+        if (kCenter && full && HighDramBandwidthPerSm()) {
+          if constexpr (kCenter)
+            kernel = &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kFloats, true, 2>;
+        } else {
+          staged = true;
+          kernel =
+              full ? &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kStaged, true>
+                   : &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kStaged, false>;
+        }
       }
-    }
-    if (!preload && layout.tpr >= kTwoBlockRowThreads && fused && HighDramBandwidthPerSm() &&
-        ResidentBlocksPerSm(reinterpret_cast<const void*>(kernel), layout.threads()) < 2) {
-      staged = true;
-      kernel = full
-                   ? &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kStagedSum, true>
-                   : &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kStagedSum, false>;
+      if (fused && HighDramBandwidthPerSm() &&
+          ResidentBlocksPerSm(reinterpret_cast<const void*>(kernel), layout.threads()) < 2) {
+        staged = true;
+        kernel =
+            full ? &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kStagedSum, true>
+                 : &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kStagedSum, false>;
+      }
     }
   }
   const size_t rows = static_cast<size_t>(layout.rows_per_cta);
