@@ -10,36 +10,21 @@ kernel; cells_call.sh leaves the clocks unlocked), and the fastest peer against 
 interleaved.py launches a marker kernel (spin_kernel) before each peer's calls; the kernels
 between two markers are that peer's, in the order of cells.err's PROFILE lines.
 """
-import csv
 import statistics
 import sys
 
-SCALE = {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3, "msecond": 1e3}
-
-
-def kernels(path):
-    """(name, µs) of each profiled kernel, in launch order."""
-    lines = [line for line in open(path) if line.startswith('"')]
-    rows = list(csv.reader(lines))
-    header = rows[0]
-    name, unit, value = (header.index(k) for k in ("Kernel Name", "Metric Unit", "Metric Value"))
-    out = []
-    for r in rows[1:]:
-        if r[header.index("Metric Name")] != "gpu__time_duration.sum":
-            continue
-        out.append((r[name], float(r[value].replace(",", "")) * SCALE[r[unit]]))
-    return out
+from ncu_csv import kernel_durations
 
 
 def main(ncu_path, err_path):
     order = [line.split()[1:] for line in open(err_path) if line.startswith("PROFILE ")]
     segments, current = [], None
-    for kernel, us in kernels(ncu_path):
+    for kernel, _, ns in kernel_durations(ncu_path):
         if "spin_kernel" in kernel:
             current = []
             segments.append(current)
         elif current is not None:
-            current.append(us)
+            current.append(ns * 1e-3)  # µs
     if len(segments) != len(order):
         sys.exit(f"{len(segments)} marker kernels, {len(order)} PROFILE lines")
     cells = {}

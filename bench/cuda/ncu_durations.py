@@ -8,27 +8,21 @@ so it separates differences of ~30 ns that event timings of one-row launches do 
   ncu_durations.py base.csv new.csv
 """
 import collections
-import csv
 import statistics
 import sys
 
-SCALE = {"ns": 1.0, "nsecond": 1.0, "us": 1e3, "usecond": 1e3, "ms": 1e6, "msecond": 1e6}
+from ncu_csv import kernel_durations
 
 
 def durations(path):
-    rows = [r for r in csv.reader(open(path)) if len(r) > 10]
-    header = rows[0]
-    name, grid = header.index("Kernel Name"), header.index("Grid Size")
-    value, unit = header.index("Metric Value"), header.index("Metric Unit")
     out = collections.defaultdict(list)
-    for r in rows[1:]:
-        kernel = r[name]
+    for kernel, grid, ns in kernel_durations(path):
         # ForwardKernel<T, VEC, ITERS, kPreload, kCenter, RowStorage, kFull>
         args = [a.strip() for a in kernel[kernel.index("<") + 1:kernel.index(">")].split(",")]
         key = (args[0], "LN" if args[4] in ("1", "true") else "RMS",
                "vec %s iters %s preload %s storage %s full %s" % tuple(args[1:4] + args[5:7]),
-               r[grid])
-        out[key].append(float(r[value].replace(",", "")) * SCALE[r[unit]])
+               grid)
+        out[key].append(ns)
     return out
 
 
