@@ -28,7 +28,8 @@ straddles the steps.
 PROFILE=1: no timing; each peer's function called PROFILE_CALLS times (default 1) between
 torch.cuda.profiler.start() and stop(), for `ncu --profile-from-start off`, after a marker kernel
 (torch.cuda._sleep's spin_kernel) that tells ncu_cells.py where the peer's kernels begin; the order
-of the calls goes to stderr.
+of the calls goes to stderr. PROFILE_FLUSH=1: each call preceded, unprofiled, by do_bench's L2
+flush (a 256 MB zero_), for ncu's `--cache-control none`: the cache state do_bench times in.
 
 Prints one JSON row per (cell, round, peer) and writes them to $OUT/interleaved.json.
   python3 bench/cuda/interleaved.py --table interleaved.json ...  # the markdown table
@@ -111,6 +112,10 @@ ROUNDS = int(os.environ.get("ROUNDS", "3"))
 P = lambda t: ctypes.c_void_p(0 if t is None else t.data_ptr())
 I = ctypes.c_int64
 EPS = ctypes.c_float(pb.EPS)
+# PROFILE_FLUSH=1: the L2 state do_bench times in (its 256 MB cache.zero_() before each call,
+# which leaves the L2 full of dirty lines), for ncu --cache-control none.
+FLUSH_BUFFER = torch.empty(256 << 20, dtype=torch.int8, device="cuda") if (
+    os.environ.get("PROFILE_FLUSH")) else None
 
 
 def rms_dx(p, w, do):
@@ -378,12 +383,17 @@ def main():
             continue
         if os.environ.get("PROFILE"):  # for ncu --profile-from-start off
             calls = int(os.environ.get("PROFILE_CALLS", "1"))
+            flush = os.environ.get("PROFILE_FLUSH")
             for peer, (f, _) in peers.items():
                 print(f"PROFILE {spec} {peer} {calls}", file=sys.stderr, flush=True)
                 torch.cuda.synchronize()
                 torch.cuda.profiler.start()
                 torch.cuda._sleep(1)  # the marker: this peer's kernels follow
                 for _ in range(calls):
+                    if flush:  # do_bench's L2 flush before each call, outside the profiled range
+                        torch.cuda.profiler.stop()
+                        FLUSH_BUFFER.zero_()
+                        torch.cuda.profiler.start()
                     f()
                 torch.cuda.synchronize()
                 torch.cuda.profiler.stop()

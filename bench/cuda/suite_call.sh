@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # One device call, repository root: the kernels-only build of this tree and its CUDA tests as
 # parallel filtered processes (FILTERS, space-separated gtest filters; default: the whole CUDA
-# suite in five), then optionally one bench run (BENCH: normserve_cuda_bench's arguments).
-# Carry .devdeps. The whole suite takes about 320 s on an H100 (16 cores).
+# suite in seven), then optionally one bench run (BENCH: normserve_cuda_bench's arguments).
+# Carry .devdeps. On an H200 (16 cores) the longest process takes about 265 s after a 165 s
+# build; ManyRowsBackwardTest's float64 reference takes about 170 s per 16-bit dtype, so those run
+# apart (bench/results/gpu-2026-11-29-round56.md, call A: five processes overran 600 s).
 #   OUT=$OUT [FILTERS="*FullRows*cuda_bf16* ..."] [BENCH="--dtype bf16 --shapes 4096x4096"] \
 #     bash bench/cuda/suite_call.sh
 set -uo pipefail
@@ -11,7 +13,8 @@ T0=$SECONDS; stamp() { echo "== $1 at +$((SECONDS - T0))s"; }
 export LD_LIBRARY_PATH=$PWD/.devdeps/lib/x86_64-linux-gnu
 FILTERS=${FILTERS:-"*Determinism*cuda_fp32* *Determinism*cuda_fp16* *Determinism*cuda_bf16*
   *Forward*cuda*:*Property*cuda*:*Validation*cuda*:*Half*cuda*
-  *cuda*-*Determinism*:*Forward*:*Property*:*Validation*:*Half*"}
+  *ManyRowsBackward*cuda_fp16* *ManyRowsBackward*cuda_bf16*
+  *cuda*-*Determinism*:*Forward*:*Property*:*Validation*:*Half*:*ManyRowsBackward*cuda_fp16*:*ManyRowsBackward*cuda_bf16*"}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 stamp build
 (cmake -S . -B build-gpu -G Ninja -DNORMSERVE_KERNELS_ONLY=ON -DCMAKE_PREFIX_PATH="$PWD/.devdeps" &&
