@@ -257,31 +257,6 @@ __device__ __forceinline__ void LoadParam(const T* param, int col, float fill, f
 // there, as a template argument: such kernels branch once on which there are.
 enum class ParamIs { kPresent, kAbsent };
 
-// VEC values of a preloaded parameter (shared memory) at col as fp32, or
-// `fill` when the kernel knows it absent.
-template <ParamIs kIs, typename T, int VEC>
-__device__ __forceinline__ void LoadPreloadedParam(const T* copy, int col, float fill,
-                                                   float (&v)[VEC]) {
-  if constexpr (kIs == ParamIs::kAbsent) {
-#pragma unroll
-    for (int i = 0; i < VEC; ++i) v[i] = fill;
-  } else {
-    LoadFloats(copy + col, v);
-  }
-}
-
-// LoadPreloadedParam for a parameter held in registers (as loaded).
-template <ParamIs kIs, typename T, int VEC>
-__device__ __forceinline__ void LoadHeldParam(const RawVec<T, VEC>& held, float fill,
-                                              float (&v)[VEC]) {
-  if constexpr (kIs == ParamIs::kAbsent) {
-#pragma unroll
-    for (int i = 0; i < VEC; ++i) v[i] = fill;
-  } else {
-    UnpackRaw<T, VEC>(held, v);
-  }
-}
-
 // thread / tpr for a thread of a block (both at most kMaxThreads), with
 // neither an integer division nor a branch: a branch that skipped the division
 // in blocks of one row group held back the reads of every later kernel
@@ -624,9 +599,21 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocks)
   // vector (fp32 RMSNorm 8192 x 16384 364.6 -> 361.4 us, bf16 add + RMSNorm
   // 16384 x 8192 361.3 -> 360.4 us, round9.md). Packed rows do not (the
   // registers it costs took 16384-wide LayerNorm off two blocks per SM:
-  // 190 -> 288 us), nor rows of more than 32 values per thread (spills).
-  // (Padding vectors read column 0's parameters and store nothing.)
-  constexpr bool kPrefetch = !kPreload && !kPacked && ITERS * VEC <= 32;
+  // 190 -> 288 us), nor register rows of more than 32 values per thread
+  // (spills). (Padding vectors read column 0's parameters and store nothing.)
+  // Staged rows, whose registers do not hold the row, load them kAhead
+  // vectors ahead: plain RMSNorm rows 3 (62-64 registers, still two blocks
+  // per SM), full fused rows 2 (64). Measured on the H200 against 1
+  // (bench/results/gpu-2026-11-29-round56.md, call D): RMSNorm 8192 x 16384
+  // 267.55 -> 263.95 us, 2048 x 14000 68.75 -> 65.0, 8192 x 12000 199.25 ->
+  // 199.65; add + RMSNorm 8192 x 16384 527.5 -> 525.35, add + LayerNorm
+  // 534.1 -> 531.75. Staged LayerNorm rows (partial) and partial fused rows
+  // keep 1: further ahead they lost (call C: LayerNorm 8192 x 12000 226.5 ->
+  // 228.7 at 3, add + LayerNorm 408.9 -> 417.85 at 2), as did full fused rows
+  // at 3 (add + RMSNorm 8192 x 16384 527.25 -> 531.9).
+  constexpr bool kPrefetch = !kPreload && !kPacked && (ITERS * VEC <= 32 || kStaged);
+  constexpr int kAhead = kRow == RowStorage::kStaged && !kCenter ? 3 : kStagedSumEarly ? 2 : 1;
+  constexpr int kSlots = kAhead + 1;
   // The output of vector `it` from its parameters w, b.
   auto store_output = [&](int it, int col, const float(&w)[VEC], const float(&b)[VEC]) {
     float v[VEC], o[VEC];
@@ -654,14 +641,21 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocks)
       for (int it = 0; it < ITERS; ++it) {
         const int col = column(it);
         if (!live || (!kFull && col >= d)) continue;
+        // A parameter's vector: the fill where the kernel knows it absent,
+        // else from the registers it was loaded into or its shared-memory copy.
+        auto param = [&](auto is, const auto& regs, const T* copy, float fill, float(&v)[VEC]) {
+          if constexpr (decltype(is)::value == ParamIs::kAbsent) {
+#pragma unroll
+            for (int i = 0; i < VEC; ++i) v[i] = fill;
+          } else if constexpr (kParamsInRegisters) {
+            UnpackRaw<T, VEC>(regs[it], v);
+          } else {
+            LoadFloats(copy + col, v);
+          }
+        };
         float w[VEC], b[VEC];
-        if constexpr (kParamsInRegisters) {
-          LoadHeldParam<decltype(weight_is)::value, T, VEC>(w_reg[it], 1.0f, w);
-          LoadHeldParam<decltype(bias_is)::value, T, VEC>(b_reg[it], 0.0f, b);
-        } else {
-          LoadPreloadedParam<decltype(weight_is)::value>(weight_copy, col, 1.0f, w);
-          LoadPreloadedParam<decltype(bias_is)::value>(bias_copy, col, 0.0f, b);
-        }
+        param(weight_is, w_reg, weight_copy, 1.0f, w);
+        param(bias_is, b_reg, bias_copy, 0.0f, b);
         store_output(it, col, w, b);
       }
     };
@@ -673,21 +667,28 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocks)
       bias != nullptr ? store_row(Absent{}, Present{}) : store_row(Absent{}, Absent{});
     }
   } else {
-    float w[2][VEC], b[2][VEC];
+    float w[kSlots][VEC], b[kSlots][VEC];
     auto load_params = [&](int it, int col) {
-      LoadParam<kPrefetch>(weight, col, 1.0f, w[it % 2]);
-      LoadParam<kPrefetch>(bias, col, 0.0f, b[it % 2]);
+      LoadParam<kPrefetch>(weight, col, 1.0f, w[it % kSlots]);
+      LoadParam<kPrefetch>(bias, col, 0.0f, b[it % kSlots]);
     };
-    if constexpr (kPrefetch) load_params(0, kFull || column(0) < d ? column(0) : 0);
+    if constexpr (kPrefetch) {
+      // (Vector 0 apart: as one loop, instances of kAhead 1 compiled to other PTX.)
+      load_params(0, kFull || column(0) < d ? column(0) : 0);
+#pragma unroll
+      for (int it = 1; it < kAhead; ++it) load_params(it, kFull || column(it) < d ? column(it) : 0);
+    }
 #pragma unroll
     for (int it = 0; it < ITERS; ++it) {
       const int col = column(it);
       if constexpr (kPrefetch) {
-        if (it + 1 < ITERS) load_params(it + 1, kFull || column(it + 1) < d ? column(it + 1) : 0);
+        if (it + kAhead < ITERS) {
+          load_params(it + kAhead, kFull || column(it + kAhead) < d ? column(it + kAhead) : 0);
+        }
       }
       if (!live || (!kFull && col >= d)) continue;
       if constexpr (!kPrefetch) load_params(it, col);
-      store_output(it, col, w[it % 2], b[it % 2]);
+      store_output(it, col, w[it % kSlots], b[it % kSlots]);
     }
   }
   if constexpr (!kEarlyStats) {
