@@ -112,8 +112,8 @@ ROUNDS = int(os.environ.get("ROUNDS", "3"))
 P = lambda t: ctypes.c_void_p(0 if t is None else t.data_ptr())
 I = ctypes.c_int64
 EPS = ctypes.c_float(pb.EPS)
-# PROFILE_FLUSH=1: the L2 state do_bench times in (its 256 MB cache.zero_() before each call,
-# which leaves the L2 full of dirty lines), for ncu --cache-control none.
+# PROFILE_FLUSH=1: the cache state do_bench times in (its 256 MB cache.zero_() before each call),
+# for ncu --cache-control none.
 FLUSH_BUFFER = torch.empty(256 << 20, dtype=torch.int8, device="cuda") if (
     os.environ.get("PROFILE_FLUSH")) else None
 
