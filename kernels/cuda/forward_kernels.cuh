@@ -672,19 +672,20 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocks)
       LoadParam<kPrefetch>(weight, col, 1.0f, w[it % kSlots]);
       LoadParam<kPrefetch>(bias, col, 0.0f, b[it % kSlots]);
     };
+    auto prefetch_params = [&](int it) {
+      load_params(it, kFull || column(it) < d ? column(it) : 0);
+    };
     if constexpr (kPrefetch) {
       // (Vector 0 apart: as one loop, instances of kAhead 1 compiled to other PTX.)
-      load_params(0, kFull || column(0) < d ? column(0) : 0);
+      prefetch_params(0);
 #pragma unroll
-      for (int it = 1; it < kAhead; ++it) load_params(it, kFull || column(it) < d ? column(it) : 0);
+      for (int it = 1; it < kAhead; ++it) prefetch_params(it);
     }
 #pragma unroll
     for (int it = 0; it < ITERS; ++it) {
       const int col = column(it);
       if constexpr (kPrefetch) {
-        if (it + kAhead < ITERS) {
-          load_params(it + kAhead, kFull || column(it + kAhead) < d ? column(it + kAhead) : 0);
-        }
+        if (it + kAhead < ITERS) prefetch_params(it + kAhead);
       }
       if (!live || (!kFull && col >= d)) continue;
       if constexpr (!kPrefetch) load_params(it, col);

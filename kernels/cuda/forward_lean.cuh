@@ -120,7 +120,12 @@ __global__ void __launch_bounds__(kMinBlocks > 0 ? kForwardBlockThreads : kMaxTh
   // behind stores that may alias them): loaded through the read-only path
   // before the first store, they measured slower on the H100
   // (bench/results/gpu-2026-11-26-round28.md, call 5: LayerNorm 8192 x 8192
-  // 93.4 -> 94.25 us).
+  // 93.4 -> 94.25 us). On the H200 (round57.md, calls 1-4) fp32 rows lost
+  // with them one vector ahead (48 registers: two 512-thread blocks per SM
+  // where 40 fit three; LayerNorm 16384 x 8192 263.25 -> 266.45 us) and with
+  // them loaded beside x (70 registers, or 64 bounded: 263.1 -> 266.85, 262.25
+  // -> 264.9); 16-bit RMSNorm rows one ahead were mixed (bf16 8192 x 16384
+  // 133.75 -> 132.35, 32768 x 4096 132.45 -> 133.05).
   auto store_row = [&](auto weight_is, auto bias_is) {
     constexpr bool kWeight = decltype(weight_is)::value == ParamIs::kPresent;
     constexpr bool kBias = decltype(bias_is)::value == ParamIs::kPresent;
