@@ -125,7 +125,12 @@ __global__ void __launch_bounds__(kMinBlocks > 0 ? kForwardBlockThreads : kMaxTh
   // where 40 fit three; LayerNorm 16384 x 8192 263.25 -> 266.45 us) and with
   // them loaded beside x (70 registers, or 64 bounded: 263.1 -> 266.85, 262.25
   // -> 264.9); 16-bit RMSNorm rows one ahead were mixed (bf16 8192 x 16384
-  // 133.75 -> 132.35, 32768 x 4096 132.45 -> 133.05).
+  // 133.75 -> 132.35, 32768 x 4096 132.45 -> 133.05). ncu places the fp32
+  // LayerNorm gap to Liger's kernel here: ours waits on these loads (11.5 % of
+  // the stall samples at 16384 x 8192), but through the read-only path they
+  // lost too (round58.md, call D: bounded to 40 registers it spills, 262.35
+  // -> 272.15 us; unbounded, 46 registers, 264.5), as did x cached in L2 only
+  // so that they stay in L1 (call C: neutral).
   auto store_row = [&](auto weight_is, auto bias_is) {
     constexpr bool kWeight = decltype(weight_is)::value == ParamIs::kPresent;
     constexpr bool kBias = decltype(bias_is)::value == ParamIs::kPresent;
