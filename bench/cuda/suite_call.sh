@@ -2,9 +2,10 @@
 # One device call, repository root: the kernels-only build of this tree and its CUDA tests as
 # parallel filtered processes (FILTERS, space-separated gtest filters; default: the whole CUDA
 # suite in seven), then optionally one bench run (BENCH: normserve_cuda_bench's arguments).
-# Carry .devdeps. On an H200 (16 cores) the longest process takes about 265 s after a 165 s
-# build; ManyRowsBackwardTest's float64 reference takes about 170 s per 16-bit dtype, so those run
-# apart (bench/results/gpu-2026-11-29-round56.md, call A: five processes overran 600 s).
+# Carry .devdeps. On an H200 (16 cores) the build takes about 165 s and the seven default
+# processes 340 s, the last filter's the longest (bench/results/gpu-2026-11-30-round58.md,
+# call B); ManyRowsBackwardTest's float64 reference takes about 170-190 s per 16-bit dtype, so
+# those run apart (gpu-2026-11-29-round56.md, call A: five processes overran 600 s).
 #   OUT=$OUT [FILTERS="*FullRows*cuda_bf16* ..."] [BENCH="--dtype bf16 --shapes 4096x4096"] \
 #     bash bench/cuda/suite_call.sh
 set -uo pipefail
