@@ -65,16 +65,16 @@ auto* SpreadRowInstance(int tpr) {
   return kernel;
 }
 
-// Whether a launch of `blocks` blocks of `threads` threads runs in fewer
-// waves (blocks that all SMs hold at once: ResidentBlocksPerSm) of `kernel`
-// than of `other`.
+// The waves (blocks that all SMs hold at once: ResidentBlocksPerSm) of
+// `kernel` in a launch of `blocks` blocks of `threads` threads.
+inline int64_t Waves(const void* kernel, int threads, int64_t blocks) {
+  const int64_t per_wave = MaxChunksPerSegment() / 2 * ResidentBlocksPerSm(kernel, threads);
+  return (blocks + per_wave - 1) / per_wave;
+}
+
+// Whether such a launch runs in fewer waves of `kernel` than of `other`.
 inline bool FewerWaves(const void* kernel, const void* other, int threads, int64_t blocks) {
-  const int64_t sms = MaxChunksPerSegment() / 2;
-  auto waves = [&](const void* k) {
-    const int64_t per_wave = sms * ResidentBlocksPerSm(k, threads);
-    return (blocks + per_wave - 1) / per_wave;
-  };
-  return waves(kernel) < waves(other);
+  return Waves(kernel, threads, blocks) < Waves(other, threads, blocks);
 }
 
 // The LeanRowKernel instance (unspread) for a plain full row of 4 vectors per
@@ -199,6 +199,33 @@ auto* LeanUnspreadInstance(const ForwardArgs& a, int tpr, int threads, int64_t b
   return kernel;
 }
 
+// The LeanRowKernel instance for a plain fp32 full row of 4 vectors per thread
+// over 256 threads (FewerForwardVectors: hidden 4096) spread once (2 vectors
+// over 512 threads, SpreadLayout's placement: the same canonical tree, so the
+// same bits; one row per block), in a launch that is not latency-bound on a
+// GPU of high bandwidth per SM (HighDramBandwidthPerSm), or null: RMSNorm rows
+// with weight / bias loaded with x (kParamsWithX: 40 registers, three blocks
+// per SM) in every such launch, LayerNorm rows, their parameters loaded late,
+// in launches of more than kLeanFp32WideElements elements. Measured on the
+// H200 against the rule before (bench/results/gpu-2026-11-30-round59.md, call
+// B, table 2): RMSNorm 32768 x 4096 262.8 -> 259.45 us, 65536 x 4096 519.9 ->
+// 513.15, 8192 x 4096 69.45 -> 68.85, 4096 x 4096 37.15 -> 36.8; LayerNorm
+// 32768 x 4096 263.4 -> 261.25, 65536 x 4096 520.65 -> 517.7; the same
+// within 0.4 % in call C (table 5). Beside Liger, each tree in its own process
+// (call C, table 6): RMSNorm 32768 x 4096 1.015 of its speed (the rule before
+// 1.002), LayerNorm 1.000 (0.989). (Call D, on another machine without the
+// rule before beside it, timed RMSNorm 32768 x 4096 at 262.4: not
+// understood.) Not taken: LayerNorm spread in
+// smaller launches (4096 x 4096 37.35 -> 38.0, 8192 x 4096 even) or with its
+// parameters loaded with x (32768 x 4096 263.4 -> 266.25); rows of 8192 over
+// 1024 threads (LayerNorm 16384 x 8192 262.7 -> 271.1, RMSNorm even: call A).
+template <typename T, int kVec, bool kCenter>
+auto SpreadFp32Instance(const ForwardArgs& a, int tpr) -> void (*)(int, ForwardArgs) {
+  if (tpr != 256 || !HighDramBandwidthPerSm()) return nullptr;
+  if (kCenter && a.rows * a.hidden <= kLeanFp32WideElements) return nullptr;
+  return &LeanRowKernel<T, kVec, 2, kCenter, 512, kSpreadOnce, false, 0, true, !kCenter>;
+}
+
 // The LeanRowKernel instance (unspread) for a plain fp32 full row of 2 vectors
 // per thread over `tpr` threads (FewerForwardVectors: hidden 1024 and 2048),
 // in a launch of `blocks` blocks of `threads` threads that is not
@@ -207,8 +234,7 @@ auto* LeanUnspreadInstance(const ForwardArgs& a, int tpr, int threads, int64_t b
 // 128-thread blocks per SM rather than twelve, eight 256-thread ones rather
 // than six. They run launches they take in fewer waves (FewerWaves), up to
 // 2^26 elements of rows of 1024 and 2^25 of rows of 2048
-// (kLeanFp32PairElements), 2^22 on GPUs of high bandwidth per SM
-// (HighDramBandwidthPerSm). Measured on the H100 (bench/results/gpu-2026-11-27-
+// (kLeanFp32PairElements). Measured on the H100 (bench/results/gpu-2026-11-27-
 // round32.md, with statistics), the rule as landed (call 15): RMSNorm 2048 x
 // 1024 11.0 -> 9.6 us, 4096 x 1024 16.9 -> 16.1, 65536 x 1024 183.7 ->
 // 183.0, 1024 x 2048 11.0 -> 9.4, 8192 x 2048 50.0 -> 49.4, 16384 x 2048
@@ -217,28 +243,51 @@ auto* LeanUnspreadInstance(const ForwardArgs& a, int tpr, int threads, int64_t b
 // lost where the waves are as many (600 x 1024 LayerNorm 6.0 -> 6.2 us) and in
 // the larger launches (LayerNorm 32768 x 2048 183.3 -> 183.4, 65536 x 2048
 // 359.8 -> 360.7; 131072 x 1024 361.9 -> 362.9 on one H100, even on another).
-// On the H200 (call 18, every launch lean): RMSNorm 2048 x 1024 9.3 -> 8.4,
-// 4096 x 1024 13.4 -> 13.1, 1024 x 2048 9.6 -> 8.4, LayerNorm 9.9 -> 8.4; but
-// 8192 x 2048 mixed (RMSNorm 37.5 -> 37.6, LayerNorm 38.2 -> 37.9) and 65536 x
-// 1024 slower (RMSNorm 130.6 -> 131.6, LayerNorm 130.1 -> 131.9).
+// On GPUs of high bandwidth per SM (HighDramBandwidthPerSm), up to 2^22
+// elements (kLeanFp32PairHighBandwidthElements): on the H200 (call 18, every
+// launch lean) RMSNorm 2048 x 1024 9.3 -> 8.4, 4096 x 1024 13.4 -> 13.1,
+// 1024 x 2048 9.6 -> 8.4, LayerNorm 9.9 -> 8.4; but 8192 x 2048 mixed
+// (RMSNorm 37.5 -> 37.6, LayerNorm 38.2 -> 37.9) and 65536 x 1024 slower
+// (RMSNorm 130.6 -> 131.6, LayerNorm 130.1 -> 131.9). There, launches that
+// the lean instance runs in more than one wave, or the one with x in one,
+// take instead the instances that load weight / bias with x (kParamsWithX:
+// 38-40 registers, so fewer blocks per SM), but RMSNorm rows of 2048 in
+// launches of more than kLeanFp32PairElements elements. Measured on the H200
+// against the rule before (bench/results/gpu-2026-11-30-round59.md, calls B
+// and C): LayerNorm 32768 x 2048 133.6 -> 130.3 us, 8192 x 2048 38.1 ->
+// 37.05, 4096 x 1024 13.4 -> 12.6, 16384 x 1024 38.3 -> 37.6; RMSNorm 4096 x
+// 1024 13.15 -> 12.5, 16384 x 1024 36.95 -> 36.3, 8192 x 2048 37.35 ->
+// 36.95; 65536 x 1024 and 131072 x 1024 within 0.5 %; but RMSNorm 32768 x
+// 2048 130.15 -> 132.5, and 1024 x 2048 (one wave of the lean instance, two
+// with x) 8.45 -> 8.55, which the lean instance keeps.
 inline constexpr int64_t kLeanFp32PairElements = int64_t{1} << 25;
 inline constexpr int64_t kLeanFp32PairHighBandwidthElements = int64_t{1} << 22;
 template <typename T, int kVec, bool kCenter, typename Generic>
-auto* LeanPairInstance(const ForwardArgs& a, int tpr, int threads, int64_t blocks,
-                       Generic* generic) {
-  void (*kernel)(int, ForwardArgs) = nullptr;
-  // Rows of 1024 (128 threads) gain up to twice as many elements.
-  const int64_t most = HighDramBandwidthPerSm() ? kLeanFp32PairHighBandwidthElements
-                       : tpr == 128             ? 2 * kLeanFp32PairElements
-                                                : kLeanFp32PairElements;
-  if (a.rows * a.hidden > most) return kernel;
-  if (tpr == 128) kernel = &LeanRowKernel<T, kVec, 2, kCenter, 128, 0>;
-  if (tpr == 256) kernel = &LeanRowKernel<T, kVec, 2, kCenter, 256, 0>;
-  if (kernel != nullptr && !FewerWaves(reinterpret_cast<const void*>(kernel),
-                                       reinterpret_cast<const void*>(generic), threads, blocks)) {
-    return decltype(kernel){nullptr};
+auto LeanPairInstance(const ForwardArgs& a, int tpr, int threads, int64_t blocks, Generic* generic)
+    -> void (*)(int, ForwardArgs) {
+  if (tpr != 128 && tpr != 256) return nullptr;
+  const bool wide = tpr == 256;
+  auto* lean = wide ? &LeanRowKernel<T, kVec, 2, kCenter, 256, 0>
+                    : &LeanRowKernel<T, kVec, 2, kCenter, 128, 0>;
+  const int64_t elements = a.rows * a.hidden;
+  const bool high_bandwidth = HighDramBandwidthPerSm();
+  if (high_bandwidth && (kCenter || !wide || elements <= kLeanFp32PairElements)) {
+    auto* with_x = wide ? &LeanRowKernel<T, kVec, 2, kCenter, 256, 0, false, 0, true, true>
+                        : &LeanRowKernel<T, kVec, 2, kCenter, 128, 0, false, 0, true, true>;
+    const auto* lean_code = reinterpret_cast<const void*>(lean);
+    const auto* with_x_code = reinterpret_cast<const void*>(with_x);
+    if (Waves(lean_code, threads, blocks) > 1 || Waves(with_x_code, threads, blocks) == 1) {
+      return with_x;
+    }
   }
-  return kernel;
+  // Rows of 1024 (128 threads) gain up to twice as many elements.
+  const int64_t most =
+      high_bandwidth ? kLeanFp32PairHighBandwidthElements : (wide ? 1 : 2) * kLeanFp32PairElements;
+  if (elements > most || !FewerWaves(reinterpret_cast<const void*>(lean),
+                                     reinterpret_cast<const void*>(generic), threads, blocks)) {
+    return nullptr;
+  }
+  return lean;
 }
 
 // The LeanRowKernel instance for a fused 16-bit row (y) spread once
@@ -357,6 +406,12 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
   if constexpr (kWide && (kIters == 4 || (sizeof(T) == 4 && kIters == 2))) {
     if (layout.spread == 0 && !preload && full && a.y == nullptr && a.residual_out == nullptr) {
       auto* generic = &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kFloats, true>;
+      if constexpr (kIters == 4 && sizeof(T) == 4) {
+        if (auto* spread = SpreadFp32Instance<T, kVec, kCenter>(a, layout.tpr)) {
+          spread<<<static_cast<unsigned>(a.rows), 2 * layout.tpr, 0, stream>>>(1, a);
+          return cudaGetLastError();
+        }
+      }
       if constexpr (kIters == 4) {
         lean = LeanUnspreadInstance<T, kVec, kIters, kCenter>(a, layout.tpr, layout.threads(),
                                                               blocks, generic);

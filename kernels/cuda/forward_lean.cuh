@@ -5,7 +5,7 @@
 // by kSpread (CanonicalPosition).
 // ForwardKernel runs the same rows with a runtime layout (row groups,
 // positions and reduction loops computed per thread) and every parameter
-// combination behind runtime tests. Five launches take it
+// combination behind runtime tests. Six launches take it
 // (forward_launch.cuh):
 //  - plain 16-bit rows spread once (SpreadsOnce, where SpreadRowInstance
 //    says which; on the H200 ForwardKernel's spread instance lost to the
@@ -15,6 +15,7 @@
 //    16-bit rows of hidden 1024-16384, fp32 rows of 4096 and 8192;
 //    ForwardKernel's instance executed 461 instructions a warp on an fp32
 //    row of 8192 where Liger's kernel executes 278: round29.md, call 23);
+//  - plain fp32 rows of 4096 spread once (SpreadFp32Instance; on the H200);
 //  - plain fp32 rows of 2 vectors per thread, unspread (LeanPairInstance:
 //    hidden 1024 and 2048);
 //  - fused 16-bit rows spread once (LeanFusedInstance);
@@ -39,9 +40,11 @@ namespace normserve::kernels::cuda {
 // (registers bounded to fit; 0: no bound past kMaxThreads). kFull = false:
 // plain unspread rows with bounds tests (vectors past the row's end, or a
 // partial statistic), their statistics from RowStatsOf as ForwardKernel's
-// instances of such rows take them.
+// instances of such rows take them. kParamsWithX: each vector's weight and
+// bias loaded beside x, before the statistics (else after the previous
+// vector's store: see the output loop).
 template <typename T, int VEC, int ITERS, bool kCenter, int kTpr, int kSpread = kSpreadOnce,
-          bool kFused = false, int kMinBlocks = 0, bool kFull = true>
+          bool kFused = false, int kMinBlocks = 0, bool kFull = true, bool kParamsWithX = false>
 __global__ void __launch_bounds__(kMinBlocks > 0 ? kForwardBlockThreads : kMaxThreads, kMinBlocks)
     LeanRowKernel(const int rows_per_cta, const ForwardArgs a) {
   static_assert(sizeof(T) * VEC == 16, "rows of 16-byte vectors");
@@ -68,9 +71,14 @@ __global__ void __launch_bounds__(kMinBlocks > 0 ? kForwardBlockThreads : kMaxTh
   };
 
   uint4 raw[ITERS], y_raw[kFused ? ITERS : 1];
+  uint4 w_raw[ITERS], b_raw[ITERS];  // kParamsWithX
 #pragma unroll
   for (int it = 0; it < ITERS; ++it) {
     raw[it] = LoadRawOrZero<T, VEC>(at(x, it), live && inside(it));
+    if constexpr (kParamsWithX) {
+      if (weight != nullptr) w_raw[it] = load_param(weight, it);
+      if (bias != nullptr) b_raw[it] = load_param(bias, it);
+    }
     if constexpr (kFused) {
       y_raw[it] =
           LoadRawOrZero<T, VEC>(at(static_cast<const T*>(a.y) + base + position * VEC, it), live);
@@ -131,7 +139,13 @@ __global__ void __launch_bounds__(kMinBlocks > 0 ? kForwardBlockThreads : kMaxTh
   // lost too (round58.md, call D: bounded to 40 registers it spills, 262.35
   // -> 272.15 us; unbounded, 46 registers, 264.5), as did x cached in L2 only
   // so that they stay in L1 (call C: neutral) and persistent blocks reading
-  // them from shared memory (call E: 262.65 -> 288.6).
+  // them from shared memory (call E: 262.65 -> 288.6). Rows of 2 vectors
+  // per thread, which have the registers, gain from them loaded beside x
+  // (kParamsWithX) on the H200: fp32 rows of 1024 and 2048, and RMSNorm rows
+  // of 4096 spread once (round59.md, call B: RMSNorm 32768 x 4096 262.8 ->
+  // 259.45 us); LayerNorm rows of 4096 spread once lost (261.25 -> 266.25),
+  // bf16 RMSNorm rows spread once too (32768 x 4096 131.8 -> 141.95; with
+  // the weight alone beside x, 131.2).
   auto store_row = [&](auto weight_is, auto bias_is) {
     constexpr bool kWeight = decltype(weight_is)::value == ParamIs::kPresent;
     constexpr bool kBias = decltype(bias_is)::value == ParamIs::kPresent;
@@ -141,13 +155,13 @@ __global__ void __launch_bounds__(kMinBlocks > 0 ? kForwardBlockThreads : kMaxTh
       float v[VEC], w[VEC], b[VEC], o[VEC];
       row_vector(it, v);
       if constexpr (kWeight) {
-        UnpackRaw<T, VEC>(load_param(weight, it), w);
+        UnpackRaw<T, VEC>(kParamsWithX ? w_raw[it] : load_param(weight, it), w);
       } else {
 #pragma unroll
         for (int i = 0; i < VEC; ++i) w[i] = 1.0f;
       }
       if constexpr (kBias) {
-        UnpackRaw<T, VEC>(load_param(bias, it), b);
+        UnpackRaw<T, VEC>(kParamsWithX ? b_raw[it] : load_param(bias, it), b);
       } else {
 #pragma unroll
         for (int i = 0; i < VEC; ++i) b[i] = 0.0f;

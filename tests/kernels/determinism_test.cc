@@ -98,13 +98,27 @@ class DeterminismTest : public BackendTest<DType, int64_t> {
   // Rows of a plain fp32 launch that ForwardKernel runs on a GPU of 132 SMs:
   // of rows of 4096 or 8192 where LeanRowKernel would take as many waves
   // (FewerWaves, forward_launch.cuh), 2 each; of rows of 2048 past
-  // kLeanFp32PairElements elements (LeanPairInstance). 0 elsewhere.
+  // kLeanFp32PairElements elements (LeanPairInstance). 0 elsewhere. (On a
+  // GPU of high bandwidth per SM such as the H200, RMSNorm rows of 4096 and
+  // LayerNorm rows of 2048 there run through LeanRowKernel.)
   int64_t GenericLaunchRows() const {
     const int64_t d = hidden();
     if (!OnCuda() || dtype() != DType::kF32) return 0;
     if (d == 2048) return (int64_t{1} << 25) / d + 1;
     if (d != 4096 && d != 8192) return 0;
     return (int64_t{1} << 22) / d;
+  }
+  // Rows of a plain fp32 launch that a GPU of high bandwidth per SM (the H200)
+  // runs through LeanRowKernel's instances of 2 vectors per thread that the
+  // launches above do not take (forward_launch.cuh): rows of 1024 and 2048 in
+  // launches of 2^22 elements, two waves of the lean instance, which load
+  // weight / bias with x (LeanPairInstance); LayerNorm rows of 4096 past
+  // kLeanFp32WideElements, spread once (SpreadFp32Instance). 0 elsewhere.
+  int64_t HighBandwidthLaunchRows() const {
+    const int64_t d = hidden();
+    if (!OnCuda() || dtype() != DType::kF32) return 0;
+    if (d == 1024 || d == 2048) return (int64_t{1} << 22) / d;
+    return d == 4096 ? (int64_t{1} << 25) / d + 1 : 0;
   }
 
   // Runs row `row` of segment `index` of `batch` (whose data is `s`) alone, as
@@ -169,22 +183,25 @@ TEST_P(DeterminismTest, RowsAreBitwiseIdenticalAloneOrBatched) {
 // through LeanRowKernel's fused instance at hidden 2048-8192, a wave fewer:
 // LeanFusedInstance); the lean launch's rows (LeanLaunchRows) run through
 // LeanRowKernel, the generic launch's (GenericLaunchRows) through
-// ForwardKernel.
+// ForwardKernel, and on the H200 those of HighBandwidthLaunchRows through
+// LeanRowKernel's instances of 2 vectors per thread.
 TEST_P(DeterminismTest, FullRowsAreBitwiseIdenticalInSmallAndLargeLaunches) {
   const int64_t d = hidden();
   if (d > 16384) GTEST_SKIP() << "rows this long fill a block unspread";
   const int64_t lean_rows = LeanLaunchRows();
   const int64_t generic_rows = GenericLaunchRows();
+  const int64_t high_bandwidth_rows = HighBandwidthLaunchRows();
   for (bool center : {true, false}) {
-    for (const int64_t rows :
-         {int64_t{600}, int64_t{200}, int64_t{1200}, lean_rows, generic_rows}) {
+    for (const int64_t rows : {int64_t{600}, int64_t{200}, int64_t{1200}, lean_rows, generic_rows,
+                               high_bandwidth_rows}) {
       for (bool residual : {false, true}) {
         // Launches of 1200 rows: fused 16-bit rows spread once, and on the
         // CUDA backend plain 16-bit rows unspread through LeanRowKernel
         // (LeanUnspreadInstance), also at hidden 1024, where 600 rows are
         // latency-bound.
         if (rows == 1200 && !(FusedLaunchesSpread() && (residual || OnCuda()))) continue;
-        const bool plain_only = rows == lean_rows || rows == generic_rows;
+        const bool plain_only =
+            rows == lean_rows || rows == generic_rows || rows == high_bandwidth_rows;
         if (plain_only && (residual || rows == 0)) continue;
         // On the CUDA backend, launches of 600 rows and the lean and generic
         // launches also with the other parameters: LayerNorm with neither weight nor
