@@ -253,13 +253,13 @@ auto SpreadFp32Instance(const ForwardArgs& a, int tpr) -> void (*)(int, ForwardA
 // take instead the instances that load weight / bias with x (kParamsWithX:
 // 38-40 registers, so fewer blocks per SM), but RMSNorm rows of 2048 in
 // launches of more than kLeanFp32PairElements elements. Measured on the H200
-// against the rule before (bench/results/gpu-2026-11-30-round59.md, calls B
-// and C): LayerNorm 32768 x 2048 133.6 -> 130.3 us, 8192 x 2048 38.1 ->
-// 37.05, 4096 x 1024 13.4 -> 12.6, 16384 x 1024 38.3 -> 37.6; RMSNorm 4096 x
-// 1024 13.15 -> 12.5, 16384 x 1024 36.95 -> 36.3, 8192 x 2048 37.35 ->
-// 36.95; 65536 x 1024 and 131072 x 1024 within 0.5 %; but RMSNorm 32768 x
-// 2048 130.15 -> 132.5, and 1024 x 2048 (one wave of the lean instance, two
-// with x) 8.45 -> 8.55, which the lean instance keeps.
+// against the rule before (bench/results/gpu-2026-11-30-round59.md, call B):
+// LayerNorm 32768 x 2048 133.6 -> 130.3 us, 8192 x 2048 38.1 -> 37.05, 4096
+// x 1024 13.4 -> 12.6; RMSNorm 4096 x 1024 13.15 -> 12.5, 16384 x 1024 36.95
+// -> 36.1, 8192 x 2048 37.35 -> 36.95; 65536 x 1024 and 131072 x 1024 within
+// 0.5 %; but RMSNorm 32768 x 2048 130.15 -> 132.5; and (call C) 1024 x 2048,
+// one wave of the lean instance and two with x, 8.45 -> 8.55, which the lean
+// instance keeps.
 inline constexpr int64_t kLeanFp32PairElements = int64_t{1} << 25;
 inline constexpr int64_t kLeanFp32PairHighBandwidthElements = int64_t{1} << 22;
 template <typename T, int kVec, bool kCenter, typename Generic>
