@@ -290,6 +290,46 @@ auto LeanPairInstance(const ForwardArgs& a, int tpr, int threads, int64_t blocks
   return lean;
 }
 
+// The LeanRowKernel instance for a plain row of half vectors (8 bytes: 16-bit
+// widths of 4 mod 8, fp32 widths of 2 mod 4) with bounds tests, over `tpr`
+// threads, or null where ForwardKernel's instance runs it: 16-bit rows of 4
+// per thread (hidden 388-8188) and fp32 rows of 16 (hidden 8194-16382), every
+// launch. ForwardKernel computes each vector's address from the run-time row
+// width; with the width a constant, fp32 rows of 16 take 64 registers where
+// ForwardKernel's took 94-96 (one block of 352-512 threads per SM), two
+// blocks. Measured on the H200 against ForwardKernel
+// (bench/results/gpu-2026-11-30-round60.md, table 4, call F), fp32 LayerNorm
+// 4096 x 12002 162.3 -> 121.45 us, 16384 x 12002 607.65 -> 444.35, 4096 x
+// 16382 209.1 -> 162.95, 512 x 16382 36.75 -> 32.3, 4096 x 9002 95.65 ->
+// 91.05; RMSNorm 4096 x 12002 133.6 -> 106.25, 4096 x 11002 130.1 -> 98.15;
+// bf16 LayerNorm 8192 x 4100 59.9 -> 44.4, 65536 x 2052 230.5 -> 157.35,
+// 8192 x 388 10.2 -> 9.2, 600 x 4100 9.2 -> 8.0; RMSNorm 8192 x 4100 48.05 ->
+// 41.0, 8192 x 8188 81.7 -> 72.25; fp16 LayerNorm 8192 x 8188 105.7 -> 76.75.
+// fp32 rows of 320 threads (hidden 9218-10238), whose ForwardKernel instance
+// already held two blocks per SM, keep it: RMSNorm 4096 x 10002 91.65 ->
+// 93.5 with LeanRowKernel. Staged through shared memory instead
+// (RowStorage::kStaged at 8-byte vectors, 64 registers), fp32 rows gained
+// less and RMSNorm rows of 512 threads lost (table 2, call C: LayerNorm 4096
+// x 12002 161.7 -> 148.2 us, RMSNorm 8192 x 16382 311.9 -> 321.05).
+template <typename T, int kVec, int kIters, bool kCenter>
+auto LeanHalfInstance(int tpr) -> void (*)(int, ForwardArgs) {
+  static_assert(sizeof(T) * kVec == 8, "rows of half vectors");
+  static_assert(kIters == (sizeof(T) == 2 ? 4 : 16), "see ChooseRowLayout");
+  void (*kernel)(int, ForwardArgs) = nullptr;
+  auto fixed = [&](auto tpr_constant) {
+    constexpr int kTpr = decltype(tpr_constant)::value;
+    if (tpr == kTpr) kernel = &LeanRowKernel<T, kVec, kIters, kCenter, kTpr, 0, false, 0, false>;
+  };
+  if constexpr (sizeof(T) == 2) {
+    ForEachRowWidth(std::integer_sequence<int, 32, 64, 96, 128, 160, 192, 224, 256, 288, 320, 352,
+                                          384, 416, 448, 480, 512>{},
+                    fixed);
+  } else {
+    ForEachRowWidth(std::integer_sequence<int, 288, 352, 384, 416, 448, 480, 512>{}, fixed);
+  }
+  return kernel;
+}
+
 // The LeanRowKernel instance for a fused 16-bit row (y) spread once
 // (SpreadsOnce: 2 vectors over `tpr` threads), full, in a launch of `blocks`
 // blocks of `threads` threads that is not latency-bound, or null where
@@ -387,9 +427,9 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
   // kOneRow). At 8 vectors bf16 LayerNorm spilled 200 bytes there, and fp32
   // rows measured slower (H200, ncu: LayerNorm 256 x 8192 6768 -> 7040 ns).
   const bool one_row = layout.rows_per_cta == 1 && layout.tpr >= 32;
-  // LeanRowKernel (forward_lean.cuh) where one of its four rules takes the
+  // LeanRowKernel (forward_lean.cuh) where one of its five rules takes the
   // launch (their layouts exclude each other), ForwardKernel otherwise
-  // (`generic`: the instance each rule weighs it against).
+  // (`generic`: the instance a rule weighs it against).
   void (*lean)(int, ForwardArgs) = nullptr;
   if constexpr (kSpreadable && kIters == 2) {
     // SpreadsOnce halves a row's 4 vectors per thread: 2.
@@ -451,6 +491,11 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
       auto* generic = &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kPacked, false>;
       lean = LeanUnspreadInstance<T, kVec, kIters, kCenter, false>(a, layout.tpr, layout.threads(),
                                                                    blocks, generic);
+    }
+  }
+  if constexpr (kHalf && kIters == (sizeof(T) == 2 ? 4 : 16)) {
+    if (layout.spread == 0 && a.y == nullptr && a.residual_out == nullptr) {
+      lean = LeanHalfInstance<T, kVec, kIters, kCenter>(layout.tpr);
     }
   }
   if (lean != nullptr) {

@@ -2,10 +2,11 @@
 // compile time: rows of 16-byte vectors, full (or, kFull = false, with bounds
 // tests), plain (no y, no residual_out; held as loaded) or fused (kFused: y,
 // residual_out optional; p = x + y held in fp32), kTpr threads per row placed
-// by kSpread (CanonicalPosition).
+// by kSpread (CanonicalPosition); or plain rows of 8-byte vectors with bounds
+// tests.
 // ForwardKernel runs the same rows with a runtime layout (row groups,
 // positions and reduction loops computed per thread) and every parameter
-// combination behind runtime tests. Six launches take it
+// combination behind runtime tests. Seven launches take it
 // (forward_launch.cuh):
 //  - plain 16-bit rows spread once (SpreadsOnce, where SpreadRowInstance
 //    says which; on the H200 ForwardKernel's spread instance lost to the
@@ -21,7 +22,9 @@
 //  - fused 16-bit rows spread once (LeanFusedInstance);
 //  - plain 16-bit LayerNorm rows, and sparse RMSNorm rows (SparseRow), of 4
 //    vectors per thread with bounds tests (kFull = false;
-//    LaunchForwardRegisters).
+//    LaunchForwardRegisters);
+//  - plain rows of half vectors (8 bytes), 16-bit ones of 4 per thread and
+//    fp32 ones of 16 (LeanHalfInstance).
 // The same arithmetic as ForwardKernel's instances of the row's other
 // layouts (CanonicalRowStats, or RowStatsOf for rows with bounds tests;
 // NormOutput), so the same bits (DeterminismTest, BoundsTestedRowsTest).
@@ -47,7 +50,8 @@ template <typename T, int VEC, int ITERS, bool kCenter, int kTpr, int kSpread = 
           bool kFused = false, int kMinBlocks = 0, bool kFull = true, bool kParamsWithX = false>
 __global__ void __launch_bounds__(kMinBlocks > 0 ? kForwardBlockThreads : kMaxThreads, kMinBlocks)
     LeanRowKernel(const int rows_per_cta, const ForwardArgs a) {
-  static_assert(sizeof(T) * VEC == 16, "rows of 16-byte vectors");
+  static_assert(sizeof(T) * VEC == 16 || (sizeof(T) * VEC == 8 && !kFull),
+                "rows of 16-byte vectors, or bounds-tested rows of 8-byte ones");
   static_assert(ForwardCanonical<VEC, ITERS, true>(), "rows of up to 32 values per thread");
   static_assert(kFull || (!kFused && kSpread == 0), "bounds-tested rows are plain, unspread");
   __shared__ float scratch_buffers[GroupScratch::kFloats];
@@ -67,11 +71,11 @@ __global__ void __launch_bounds__(kMinBlocks > 0 ? kForwardBlockThreads : kMaxTh
   // Vector `it` of a tensor: a constant offset from the thread's first one.
   auto at = [](auto* first, int it) { return first + it * kTpr * VEC; };
   auto load_param = [&](const T* param, int it) {
-    return *reinterpret_cast<const uint4*>(at(param + position * VEC, it));
+    return *reinterpret_cast<const RawVec<T, VEC>*>(at(param + position * VEC, it));
   };
 
-  uint4 raw[ITERS], y_raw[kFused ? ITERS : 1];
-  uint4 w_raw[ITERS], b_raw[ITERS];  // kParamsWithX
+  RawVec<T, VEC> raw[ITERS], y_raw[kFused ? ITERS : 1];
+  RawVec<T, VEC> w_raw[ITERS], b_raw[ITERS];  // kParamsWithX
 #pragma unroll
   for (int it = 0; it < ITERS; ++it) {
     raw[it] = LoadRawOrZero<T, VEC>(at(x, it), live && inside(it));

@@ -204,9 +204,11 @@ inline bool HeldScalarForwardRow(Pass pass, DType dtype, int vec, int64_t vector
 // Rows of half vectors take none of the rules below for 16-byte vectors (held,
 // two vectors per thread, fewer forward vectors); backward ones are staged
 // (BackwardStagedKernel copies 8-byte vectors too), forward ones run the
-// generic instances (the lean, held and canonical paths move 16-byte
-// vectors), 16-bit ones packed where the launch has no y (forward_launch.cuh)
-// and at 4 per thread, fp32 ones up to 16 per thread (below).
+// generic instances (the held and canonical paths move 16-byte vectors) but
+// plain rows of 4 per thread (16-bit) or 16 (fp32), which LeanRowKernel's
+// bounds-tested instances run (LeanHalfInstance, forward_launch.cuh); 16-bit
+// ones packed where the launch has no y and at 4 per thread, fp32 ones up to
+// 16 per thread (below).
 // They had run as rows of single elements (vec 1); measured on the H100
 // (bench/results/gpu-2026-11-28-round43.md, call 3), vec 1 -> half vectors:
 // bf16 4096 x 14500 LayerNorm backward 590.8 -> 174.6 us, add + RMSNorm 699.5
@@ -371,7 +373,9 @@ inline RowLayout GeneralRowLayout(Pass pass, DType dtype, int64_t hidden, bool a
   // 202.2, 659.8 -> 476.2; LayerNorm 2048 x 16382 150.2 -> 123.0, 8192 x 10002
   // 256.8 -> 237.4, but 4096 x 12002 173.0 -> 176.6 (94-96 registers: one
   // 384-thread block per SM). Bounded to 64 registers (two blocks) every cell
-  // was slower by a third (call 5: RMSNorm 4096 x 12002 207.5 us). 16-bit
+  // was slower by a third (call 5: RMSNorm 4096 x 12002 207.5 us); plain rows
+  // now take LeanRowKernel's instance of their width, 64 registers without a
+  // bound (LeanHalfInstance, forward_launch.cuh). 16-bit
   // rows of half vectors at 16 per thread (hidden 16388-32764; call 2):
   // fused rows faster (bf16 add + RMSNorm 2048 x 20004 174.7 -> 139.7), plain
   // ones slower (RMSNorm 74.2 -> 88.3, LayerNorm 80.0 -> 101.7), 1024 x 32764

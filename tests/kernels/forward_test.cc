@@ -168,8 +168,11 @@ class ManyRowsTest : public BackendTest<DType, int64_t> {
 // kFull = false instance, 16-bit rows of 15360 its full one over 480 threads.
 // 16-bit rows of 14500 run half vectors (8 bytes), 8 per thread over 480
 // threads, held packed where there is no y; rows of 14501 (no whole vector:
-// vec 1) are held 32 values per thread over 512 threads. fp32 rows of 12002:
-// half vectors, 16 per thread over 384 threads.
+// vec 1) are held 32 values per thread over 512 threads. fp32 rows of 10002,
+// 12002 and 16382: half vectors, 16 per thread over 320, 384 and 512 threads;
+// 16-bit rows of 2052 and 4100: half vectors, 4 per thread over 160 and 288
+// (plain ones through LeanRowKernel's bounds-tested instances of 8-byte
+// vectors, LeanHalfInstance).
 class ManyRowsForwardTest : public ManyRowsTest {};
 
 TEST_P(ManyRowsForwardTest, EveryRowMatchesReference) {
@@ -179,11 +182,13 @@ TEST_P(ManyRowsForwardTest, EveryRowMatchesReference) {
 INSTANTIATE_TEST_SUITE_P(
     Kernels, ManyRowsForwardTest,
     ::testing::Combine(::testing::ValuesIn(BackendNames()), AllDTypes(),
-                       ::testing::Values(int64_t{512}, int64_t{3072}, int64_t{5120}, int64_t{6144},
-                                         int64_t{7168}, int64_t{10000}, int64_t{12000},
+                       ::testing::Values(int64_t{512}, int64_t{2052}, int64_t{3072}, int64_t{4100},
+                                         int64_t{5120}, int64_t{6144}, int64_t{7168},
+                                         int64_t{10000}, int64_t{10002}, int64_t{12000},
                                          int64_t{12002}, int64_t{12288}, int64_t{14336},
                                          int64_t{14500}, int64_t{14501}, int64_t{15000},
-                                         int64_t{15360}, int64_t{16384}, int64_t{20000})),
+                                         int64_t{15360}, int64_t{16382}, int64_t{16384},
+                                         int64_t{20000})),
     SuiteParamName);
 
 // Short rows in launches of so many rows that the CUDA forward is not
