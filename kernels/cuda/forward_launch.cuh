@@ -298,7 +298,7 @@ auto LeanPairInstance(const ForwardArgs& a, int tpr, int threads, int64_t blocks
 // width; with the width a constant, fp32 rows of 16 take 64 registers where
 // ForwardKernel's took 94-96 (one block of 352-512 threads per SM), two
 // blocks. Measured on the H200 against ForwardKernel
-// (bench/results/gpu-2026-11-30-round60.md, table 4, call F), fp32 LayerNorm
+// (bench/results/gpu-2026-11-30-round60.md, table 7, call F), fp32 LayerNorm
 // 4096 x 12002 162.3 -> 121.45 us, 16384 x 12002 607.65 -> 444.35, 4096 x
 // 16382 209.1 -> 162.95, 512 x 16382 36.75 -> 32.3, 4096 x 9002 95.65 ->
 // 91.05; RMSNorm 4096 x 12002 133.6 -> 106.25, 4096 x 11002 130.1 -> 98.15;

@@ -171,8 +171,8 @@ class ManyRowsTest : public BackendTest<DType, int64_t> {
 // vec 1) are held 32 values per thread over 512 threads. fp32 rows of 10002,
 // 12002 and 16382: half vectors, 16 per thread over 320, 384 and 512 threads;
 // 16-bit rows of 2052 and 4100: half vectors, 4 per thread over 160 and 288
-// (plain ones through LeanRowKernel's bounds-tested instances of 8-byte
-// vectors, LeanHalfInstance).
+// (plain ones, but fp32 ones of 320 threads, through LeanRowKernel's
+// bounds-tested instances of 8-byte vectors, LeanHalfInstance).
 class ManyRowsForwardTest : public ManyRowsTest {};
 
 TEST_P(ManyRowsForwardTest, EveryRowMatchesReference) {
