@@ -293,11 +293,12 @@ auto LeanPairInstance(const ForwardArgs& a, int tpr, int threads, int64_t blocks
 // The LeanRowKernel instance for a plain row of half vectors (8 bytes: 16-bit
 // widths of 4 mod 8, fp32 widths of 2 mod 4) with bounds tests, over `tpr`
 // threads, or null where ForwardKernel's instance runs it: 16-bit rows of 4
-// per thread (hidden 388-8188) and fp32 rows of 16 (hidden 8194-16382), every
-// launch. ForwardKernel computes each vector's address from the run-time row
-// width; with the width a constant, fp32 rows of 16 take 64 registers where
-// ForwardKernel's took 94-96 (one block of 352-512 threads per SM), two
-// blocks. Measured on the H200 against ForwardKernel
+// per thread (hidden 388-8188) and 8 (8196-16380), fp32 rows of 8 (hidden
+// 258-8190) and 16 (8194-16382), every launch. ForwardKernel computes each
+// vector's address from the run-time row width; with the width a constant,
+// fp32 rows of 16 take 64 registers where ForwardKernel's took 94-96 (one
+// block of 352-512 threads per SM), two blocks. Measured on the H200 against
+// ForwardKernel
 // (bench/results/gpu-2026-11-30-round60.md, table 7, call F), fp32 LayerNorm
 // 4096 x 12002 162.3 -> 121.45 us, 16384 x 12002 607.65 -> 444.35, 4096 x
 // 16382 209.1 -> 162.95, 512 x 16382 36.75 -> 32.3, 4096 x 9002 95.65 ->
@@ -311,21 +312,31 @@ auto LeanPairInstance(const ForwardArgs& a, int tpr, int threads, int64_t blocks
 // (RowStorage::kStaged at 8-byte vectors, 64 registers), fp32 rows gained
 // less and RMSNorm rows of 512 threads lost (table 2, call C: LayerNorm 4096
 // x 12002 161.7 -> 148.2 us, RMSNorm 8192 x 16382 311.9 -> 321.05).
+// Rows of 8 per thread, measured on the H200 against ForwardKernel
+// (gpu-2026-11-30-round61.md, table 1, call A): 16-bit 0.71-0.85 of the time
+// (bf16 LayerNorm 4096 x 14500 95.2 -> 71.7 us, 8192 x 12004 155.25 ->
+// 119.15; RMSNorm 139.05 -> 107.05, 4096 x 16380 89.8 -> 73.05; fp16
+// LayerNorm 8192 x 12004 138.9 -> 117.65), fp32 0.65-0.99 (LayerNorm 65536 x
+// 514 112.5 -> 72.85, 8192 x 4098 92.0 -> 72.95, 8192 x 8190 154.05 -> 137.4;
+// RMSNorm 8192 x 8190 145.45 -> 137.0) but for 16384 x 2042, the same within
+// 0.2 % (LayerNorm 73.75 -> 73.8).
 template <typename T, int kVec, int kIters, bool kCenter>
 auto LeanHalfInstance(int tpr) -> void (*)(int, ForwardArgs) {
   static_assert(sizeof(T) * kVec == 8, "rows of half vectors");
-  static_assert(kIters == (sizeof(T) == 2 ? 4 : 16), "see ChooseRowLayout");
+  static_assert(kIters == 4 || kIters == 8 || kIters == 16, "see ChooseRowLayout");
   void (*kernel)(int, ForwardArgs) = nullptr;
   auto fixed = [&](auto tpr_constant) {
     constexpr int kTpr = decltype(tpr_constant)::value;
     if (tpr == kTpr) kernel = &LeanRowKernel<T, kVec, kIters, kCenter, kTpr, 0, false, 0, false>;
   };
-  if constexpr (sizeof(T) == 2) {
+  if constexpr (kIters == 16) {  // fp32 rows of hidden 8194-16382
+    ForEachRowWidth(std::integer_sequence<int, 288, 352, 384, 416, 448, 480, 512>{}, fixed);
+  } else if constexpr (kIters == 8 && sizeof(T) == 2) {  // 16-bit rows of hidden 8196-16380
+    ForEachRowWidth(std::integer_sequence<int, 288, 320, 352, 384, 416, 448, 480, 512>{}, fixed);
+  } else {  // 16-bit rows of 4 per thread, fp32 rows of 8
     ForEachRowWidth(std::integer_sequence<int, 32, 64, 96, 128, 160, 192, 224, 256, 288, 320, 352,
                                           384, 416, 448, 480, 512>{},
                     fixed);
-  } else {
-    ForEachRowWidth(std::integer_sequence<int, 288, 352, 384, 416, 448, 480, 512>{}, fixed);
   }
   return kernel;
 }
@@ -493,7 +504,7 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
                                                                    blocks, generic);
     }
   }
-  if constexpr (kHalf && kIters == (sizeof(T) == 2 ? 4 : 16)) {
+  if constexpr (kHalf && (kIters == 8 || kIters == (sizeof(T) == 2 ? 4 : 16))) {
     if (layout.spread == 0 && a.y == nullptr && a.residual_out == nullptr) {
       lean = LeanHalfInstance<T, kVec, kIters, kCenter>(layout.tpr);
     }

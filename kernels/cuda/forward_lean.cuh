@@ -23,8 +23,8 @@
 //  - plain 16-bit LayerNorm rows, and sparse RMSNorm rows (SparseRow), of 4
 //    vectors per thread with bounds tests (kFull = false;
 //    LaunchForwardRegisters);
-//  - plain rows of half vectors (8 bytes), 16-bit ones of 4 per thread and
-//    fp32 ones of 16 (LeanHalfInstance).
+//  - plain rows of half vectors (8 bytes), of 4, 8 or 16 per thread
+//    (LeanHalfInstance).
 // The same arithmetic as ForwardKernel's instances of the row's other
 // layouts (CanonicalRowStats, or RowStatsOf for rows with bounds tests;
 // NormOutput), so the same bits (DeterminismTest, BoundsTestedRowsTest).
