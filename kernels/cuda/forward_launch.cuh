@@ -204,9 +204,9 @@ auto* LeanUnspreadInstance(const ForwardArgs& a, int tpr, int threads, int64_t b
 // over 512 threads, SpreadLayout's placement: the same canonical tree, so the
 // same bits; one row per block), in a launch that is not latency-bound on a
 // GPU of high bandwidth per SM (HighDramBandwidthPerSm), or null: RMSNorm rows
-// with weight / bias loaded with x (kParamsWithX: 40 registers, three blocks
-// per SM) in every such launch, LayerNorm rows, their parameters loaded late,
-// in launches of more than kLeanFp32WideElements elements. Measured on the
+// with weight / bias loaded with x (ParamLoads::kWithX: 40 registers, three
+// blocks per SM) in every such launch, LayerNorm rows, their parameters loaded
+// late, in launches of more than kLeanFp32WideElements elements. Measured on the
 // H200 against the rule before (bench/results/gpu-2026-11-30-round59.md, call
 // B, table 2): RMSNorm 32768 x 4096 262.8 -> 259.45 us, 65536 x 4096 519.9 ->
 // 513.15, 8192 x 4096 69.45 -> 68.85, 4096 x 4096 37.15 -> 36.8; LayerNorm
@@ -223,7 +223,8 @@ template <typename T, int kVec, bool kCenter>
 auto SpreadFp32Instance(const ForwardArgs& a, int tpr) -> void (*)(int, ForwardArgs) {
   if (tpr != 256 || !HighDramBandwidthPerSm()) return nullptr;
   if (kCenter && a.rows * a.hidden <= kLeanFp32WideElements) return nullptr;
-  return &LeanRowKernel<T, kVec, 2, kCenter, 512, kSpreadOnce, false, 0, true, !kCenter>;
+  constexpr ParamLoads kParams = kCenter ? ParamLoads::kAfterStore : ParamLoads::kWithX;
+  return &LeanRowKernel<T, kVec, 2, kCenter, 512, kSpreadOnce, false, 0, true, kParams>;
 }
 
 // The LeanRowKernel instance (unspread) for a plain fp32 full row of 2 vectors
@@ -250,8 +251,9 @@ auto SpreadFp32Instance(const ForwardArgs& a, int tpr) -> void (*)(int, ForwardA
 // (RMSNorm 37.5 -> 37.6, LayerNorm 38.2 -> 37.9) and 65536 x 1024 slower
 // (RMSNorm 130.6 -> 131.6, LayerNorm 130.1 -> 131.9). There, launches that
 // the lean instance runs in more than one wave, or the one with x in one,
-// take instead the instances that load weight / bias with x (kParamsWithX:
-// 38-40 registers, so fewer blocks per SM), but RMSNorm rows of 2048 in
+// take instead the instances that load weight / bias with x
+// (ParamLoads::kWithX: 38-40 registers, so fewer blocks per SM), but RMSNorm
+// rows of 2048 in
 // launches of more than kLeanFp32PairElements elements. Measured on the H200
 // against the rule before (bench/results/gpu-2026-11-30-round59.md, call B):
 // LayerNorm 32768 x 2048 133.6 -> 130.3 us, 8192 x 2048 38.1 -> 37.05, 4096
@@ -272,8 +274,9 @@ auto LeanPairInstance(const ForwardArgs& a, int tpr, int threads, int64_t blocks
   const int64_t elements = a.rows * a.hidden;
   const bool high_bandwidth = HighDramBandwidthPerSm();
   if (high_bandwidth && (kCenter || !wide || elements <= kLeanFp32PairElements)) {
-    auto* with_x = wide ? &LeanRowKernel<T, kVec, 2, kCenter, 256, 0, false, 0, true, true>
-                        : &LeanRowKernel<T, kVec, 2, kCenter, 128, 0, false, 0, true, true>;
+    auto* with_x =
+        wide ? &LeanRowKernel<T, kVec, 2, kCenter, 256, 0, false, 0, true, ParamLoads::kWithX>
+             : &LeanRowKernel<T, kVec, 2, kCenter, 128, 0, false, 0, true, ParamLoads::kWithX>;
     const auto* lean_code = reinterpret_cast<const void*>(lean);
     const auto* with_x_code = reinterpret_cast<const void*>(with_x);
     if (Waves(lean_code, threads, blocks) > 1 || Waves(with_x_code, threads, blocks) == 1) {
@@ -320,14 +323,71 @@ auto LeanPairInstance(const ForwardArgs& a, int tpr, int threads, int64_t blocks
 // 514 112.5 -> 72.85, 8192 x 4098 92.0 -> 72.95, 8192 x 8190 154.05 -> 137.4;
 // RMSNorm 8192 x 8190 145.45 -> 137.0) but for 16384 x 2042, the same within
 // 0.2 % (LayerNorm 73.75 -> 73.8).
+// fp32 rows load their weight and bias (ParamLoads) as measured on the H200
+// against loads after each store (gpu-2026-11-30-round62.md: probes, tables
+// 1-3; the rule, table 4, call D). Rows of 8 per thread over at most 128
+// threads that fill at least 7/8 of their vector slots load them beside x
+// (75-79 registers where 40 held twice the blocks): LayerNorm 16384 x 1002
+// 40.5 -> 37.35 us, 16384 x 2042 74.05 -> 69.85, 65536 x 506 71.8 -> 68.3,
+// 16384 x 1530 57.45 -> 53.9, 1024 x 1002 9.4 -> 6.85; RMSNorm 16384 x 1002
+// 39.5 -> 37.15; beside Quack 1.015 / 1.021 of its speed at 16384 x 2042
+// (table 5, call E; 0.971 / 0.976 before, table 3), 0.975 / 0.990 at 16384 x
+// 1002 (call E; 1.006 / 1.013 in call B, 0.945 / 0.950 before). Emptier rows
+// lost so (table 2: LayerNorm 32768 x 514 39.9 -> 46.95, 16384 x 1538 56.4 ->
+// 57.6) and take the read-only path (44-52 registers): RMSNorm rows (65536 x
+// 258 39.55 -> 38.35, 32768 x 642 47.75 -> 46.5, 8192 x 2562 47.75 -> 46.45,
+// 8192 x 4098 73.15 -> 72.05), and LayerNorm rows over at most 128 threads
+// that fill at least 5/8 (65536 x 386 56.2 -> 55.1, 32768 x 770 56.8 ->
+// 55.45, 16384 x 1538 56.35 -> 55.3, 65536 x 322 47.9 -> 47.3). LayerNorm
+// rows that fill less lost so (table 2: 65536 x 258 39.5 -> 40.45, 32768 x
+// 514 39.9 -> 42.1), as did wider ones in some launches (table 4: 8192 x
+// 8190 139.25 -> 142.3, 1024 x 3002 13.0 -> 13.7, though 8192 x 4090 73.05
+// -> 70.9): both keep loads after each store. Rows of 16 per thread take the
+// read-only path where LayerNorm (4096 x 12002 122.35 -> 113.6, 16384 x 12002
+// 449.0 -> 426.2, 4096 x 16382 165.0 -> 153.5, 4096 x 8194 80.85 -> 76.6, 512
+// x 16382 31.1 -> 27.45) or RMSNorm of 512 threads (4096 x 16382 148.8 ->
+// 143.2, 512 x 16382 28.7 -> 25.1); RMSNorm rows of fewer lost so (table 2:
+// 4096 x 12002 106.1 -> 145.9, 4096 x 8194 75.95 -> 93.2). 16-bit rows lost
+// either way (table 1: bf16 LayerNorm 8192 x 4100 44.35 -> 56.85 beside x,
+// 45.55 read-only).
 template <typename T, int kVec, int kIters, bool kCenter>
-auto LeanHalfInstance(int tpr) -> void (*)(int, ForwardArgs) {
+auto LeanHalfInstance(int64_t hidden, int tpr) -> void (*)(int, ForwardArgs) {
   static_assert(sizeof(T) * kVec == 8, "rows of half vectors");
   static_assert(kIters == 4 || kIters == 8 || kIters == 16, "see ChooseRowLayout");
+  // The row's share of its threads' vector slots, in eighths (rounded down).
+  const int64_t fill_eighths = 8 * ((hidden + kVec - 1) / kVec) / (int64_t{kIters} * tpr);
   void (*kernel)(int, ForwardArgs) = nullptr;
   auto fixed = [&](auto tpr_constant) {
     constexpr int kTpr = decltype(tpr_constant)::value;
-    if (tpr == kTpr) kernel = &LeanRowKernel<T, kVec, kIters, kCenter, kTpr, 0, false, 0, false>;
+    if (tpr != kTpr) return;
+    auto take = [&](auto params_constant) {
+      kernel = &LeanRowKernel<T, kVec, kIters, kCenter, kTpr, 0, false, 0, false,
+                              decltype(params_constant)::value>;
+    };
+    using AfterStore = std::integral_constant<ParamLoads, ParamLoads::kAfterStore>;
+    using WithX = std::integral_constant<ParamLoads, ParamLoads::kWithX>;
+    using ReadOnly = std::integral_constant<ParamLoads, ParamLoads::kReadOnly>;
+    if constexpr (sizeof(T) == 2) {
+      take(AfterStore{});
+    } else if constexpr (kIters == 16) {
+      if constexpr (kCenter || kTpr == 512) {
+        take(ReadOnly{});
+      } else {
+        take(AfterStore{});
+      }
+    } else {
+      if constexpr (kTpr <= 128) {
+        if (fill_eighths >= 7) return take(WithX{});
+      }
+      if constexpr (kCenter) {
+        if constexpr (kTpr <= 128) {
+          if (fill_eighths >= 5) return take(ReadOnly{});
+        }
+        take(AfterStore{});
+      } else {
+        take(ReadOnly{});
+      }
+    }
   };
   if constexpr (kIters == 16) {  // fp32 rows of hidden 8194-16382
     ForEachRowWidth(std::integer_sequence<int, 288, 352, 384, 416, 448, 480, 512>{}, fixed);
@@ -506,7 +566,7 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
   }
   if constexpr (kHalf && (kIters == 8 || kIters == (sizeof(T) == 2 ? 4 : 16))) {
     if (layout.spread == 0 && a.y == nullptr && a.residual_out == nullptr) {
-      lean = LeanHalfInstance<T, kVec, kIters, kCenter>(layout.tpr);
+      lean = LeanHalfInstance<T, kVec, kIters, kCenter>(a.hidden, layout.tpr);
     }
   }
   if (lean != nullptr) {

@@ -37,17 +37,25 @@
 
 namespace normserve::kernels::cuda {
 
+// When LeanRowKernel loads a vector's weight and bias (see the output loop).
+enum class ParamLoads {
+  kAfterStore,  // after the previous vector's store (plain loads)
+  kWithX,       // beside x, before the statistics: registers held throughout
+  kReadOnly,    // in the output loop through the read-only path (ld.global.nc),
+                // which the compiler may move ahead of the stores
+};
+
 // kFused: rows with y (p = x + y, residual_out optional), held as fp32 p.
 // kMinBlocks > 0: compiled for blocks of at most kForwardBlockThreads threads
 // (the forward launcher's blocks of short rows), kMinBlocks of them per SM
 // (registers bounded to fit; 0: no bound past kMaxThreads). kFull = false:
 // plain unspread rows with bounds tests (vectors past the row's end, or a
 // partial statistic), their statistics from RowStatsOf as ForwardKernel's
-// instances of such rows take them. kParamsWithX: each vector's weight and
-// bias loaded beside x, before the statistics (else after the previous
-// vector's store: see the output loop).
+// instances of such rows take them. kParams: when each vector's weight and
+// bias are loaded.
 template <typename T, int VEC, int ITERS, bool kCenter, int kTpr, int kSpread = kSpreadOnce,
-          bool kFused = false, int kMinBlocks = 0, bool kFull = true, bool kParamsWithX = false>
+          bool kFused = false, int kMinBlocks = 0, bool kFull = true,
+          ParamLoads kParams = ParamLoads::kAfterStore>
 __global__ void __launch_bounds__(kMinBlocks > 0 ? kForwardBlockThreads : kMaxThreads, kMinBlocks)
     LeanRowKernel(const int rows_per_cta, const ForwardArgs a) {
   static_assert(sizeof(T) * VEC == 16 || (sizeof(T) * VEC == 8 && !kFull),
@@ -70,8 +78,11 @@ __global__ void __launch_bounds__(kMinBlocks > 0 ? kForwardBlockThreads : kMaxTh
   const T* bias = static_cast<const T*>(a.bias);
   // Vector `it` of a tensor: a constant offset from the thread's first one.
   auto at = [](auto* first, int it) { return first + it * kTpr * VEC; };
+  constexpr bool kParamsWithX = kParams == ParamLoads::kWithX;
   auto load_param = [&](const T* param, int it) {
-    return *reinterpret_cast<const RawVec<T, VEC>*>(at(param + position * VEC, it));
+    const auto* vector = reinterpret_cast<const RawVec<T, VEC>*>(at(param + position * VEC, it));
+    if constexpr (kParams == ParamLoads::kReadOnly) return __ldg(vector);
+    return *vector;
   };
 
   RawVec<T, VEC> raw[ITERS], y_raw[kFused ? ITERS : 1];
@@ -80,8 +91,8 @@ __global__ void __launch_bounds__(kMinBlocks > 0 ? kForwardBlockThreads : kMaxTh
   for (int it = 0; it < ITERS; ++it) {
     raw[it] = LoadRawOrZero<T, VEC>(at(x, it), live && inside(it));
     if constexpr (kParamsWithX) {
-      if (weight != nullptr) w_raw[it] = load_param(weight, it);
-      if (bias != nullptr) b_raw[it] = load_param(bias, it);
+      if (weight != nullptr && inside(it)) w_raw[it] = load_param(weight, it);
+      if (bias != nullptr && inside(it)) b_raw[it] = load_param(bias, it);
     }
     if constexpr (kFused) {
       y_raw[it] =
@@ -149,7 +160,8 @@ __global__ void __launch_bounds__(kMinBlocks > 0 ? kForwardBlockThreads : kMaxTh
   // of 4096 spread once (round59.md, call B: RMSNorm 32768 x 4096 262.8 ->
   // 259.45 us); LayerNorm rows of 4096 spread once lost (261.25 -> 266.25),
   // bf16 RMSNorm rows spread once too (32768 x 4096 131.8 -> 141.95; with
-  // the weight alone beside x, 131.2).
+  // the weight alone beside x, 131.2). fp32 rows of half vectors take either
+  // (LeanHalfInstance, round62.md).
   auto store_row = [&](auto weight_is, auto bias_is) {
     constexpr bool kWeight = decltype(weight_is)::value == ParamIs::kPresent;
     constexpr bool kBias = decltype(bias_is)::value == ParamIs::kPresent;

@@ -207,8 +207,9 @@ TEST_P(ManyShortRowsForwardTest, EveryRowMatchesReference) {
 INSTANTIATE_TEST_SUITE_P(
     Kernels, ManyShortRowsForwardTest,
     ::testing::Combine(::testing::ValuesIn(BackendNames()), AllDTypes(),
-                       ::testing::Values(int64_t{64}, int64_t{1000}, int64_t{1002}, int64_t{1004},
-                                         int64_t{1024}, int64_t{2042}, int64_t{2048})),
+                       ::testing::Values(int64_t{64}, int64_t{506}, int64_t{514}, int64_t{770},
+                                         int64_t{1000}, int64_t{1002}, int64_t{1004}, int64_t{1024},
+                                         int64_t{1530}, int64_t{2042}, int64_t{2048})),
     SuiteParamName);
 
 }  // namespace
