@@ -698,6 +698,44 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
   return cudaGetLastError();
 }
 
+// The LeanRowKernel instance for a plain 16-bit row of half vectors that the
+// layout streams (ForwardStreamKernel: 8 per thread would take more than 512
+// threads) and 16 per thread hold in one block, one row per block, or null:
+// rows with y or residual_out, and rows over 352-480 threads. Every launch of
+// such a row takes it, whatever its rows, so a row's bits do not depend on
+// the launch. Measured on the H200 against the stream
+// (bench/results/gpu-2026-11-30-round62.md, table 6, call F): rows over 288
+// and 320 threads (hidden 16388-20476) bounded to two blocks per SM (96
+// registers, where 100-128 held one block), bf16 RMSNorm 8192 x 16388 157.8
+// -> 144.65 us, 2048 x 20004 60.45 -> 51.6, LayerNorm 191.45 -> 160.15 and
+// 68.55 -> 59.2, fp16 RMSNorm 8192 x 16388 153.45 -> 142.8; 512 x 20004 and
+// 64 x 20004 even. Rows of 512 threads (hidden 28676-32764), which bounded
+// spill, unbounded: RMSNorm 1024 x 32764 62.3 -> 54.25, 2048 x 32764 107.65
+// -> 91.65, LayerNorm 70.75 -> 66.4 and 123.55 -> 118.5. Beside Quack (table
+// 7, call G), bf16 RMSNorm 8192 x 16388 1.008 of its speed (0.920 streamed),
+// 2048 x 20004 0.950 (0.829), 2048 x 32764 0.779 (0.687); LayerNorm 1.398,
+// 1.150, 1.135. Rows over 352-480 threads stream: over 384 LayerNorm lost
+// either way (4096 x 24580 152.9 -> 170.15 us unbounded, 199.7 bounded;
+// RMSNorm 133.6 -> 130.85 unbounded); the others were not measured.
+template <typename T, bool kCenter>
+auto LongHalfRowInstance(const ForwardArgs& a, int& tpr) -> void (*)(int, ForwardArgs) {
+  static_assert(sizeof(T) == 2, "16-bit rows");
+  if (a.y != nullptr || a.residual_out != nullptr) return nullptr;
+  const int64_t threads = ((a.hidden + 3) / 4 + 15) / 16;
+  if (threads > kMaxThreads) return nullptr;
+  tpr = static_cast<int>((threads + 31) / 32 * 32);
+  switch (tpr) {
+    case 288:
+      return &LeanRowKernel<T, 4, 16, kCenter, 288, 0, false, 2, false>;
+    case 320:
+      return &LeanRowKernel<T, 4, 16, kCenter, 320, 0, false, 2, false>;
+    case 512:
+      return &LeanRowKernel<T, 4, 16, kCenter, 512, 0, false, 0, false>;
+    default:
+      return nullptr;
+  }
+}
+
 template <typename T, bool kCenter>
 cudaError_t LaunchForwardLayout(const ForwardArgs& a, const RowLayout& layout,
                                 cudaStream_t stream) {
@@ -705,6 +743,13 @@ cudaError_t LaunchForwardLayout(const ForwardArgs& a, const RowLayout& layout,
     constexpr int kVec = decltype(vec)::value;
     constexpr int kIters = decltype(iters)::value;
     if constexpr (kIters == 0) {
+      if constexpr (sizeof(T) == 2 && kVec == 4) {
+        int tpr = 0;
+        if (auto* lean = LongHalfRowInstance<T, kCenter>(a, tpr)) {
+          lean<<<static_cast<unsigned>(a.rows), tpr, 0, stream>>>(1, a);
+          return cudaGetLastError();
+        }
+      }
       ForwardStreamKernel<T, kVec><<<static_cast<unsigned>(a.rows), kMaxThreads, 0, stream>>>(a);
       return cudaGetLastError();
     } else {

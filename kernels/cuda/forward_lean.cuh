@@ -24,7 +24,8 @@
 //    vectors per thread with bounds tests (kFull = false;
 //    LaunchForwardRegisters);
 //  - plain rows of half vectors (8 bytes), of 4, 8 or 16 per thread
-//    (LeanHalfInstance).
+//    (LeanHalfInstance), and 16-bit ones of 16 per thread, which the layout
+//    streams (LongHalfRowInstance).
 // The same arithmetic as ForwardKernel's instances of the row's other
 // layouts (CanonicalRowStats, or RowStatsOf for rows with bounds tests;
 // NormOutput), so the same bits (DeterminismTest, BoundsTestedRowsTest).
@@ -47,20 +48,24 @@ enum class ParamLoads {
 
 // kFused: rows with y (p = x + y, residual_out optional), held as fp32 p.
 // kMinBlocks > 0: compiled for blocks of at most kForwardBlockThreads threads
-// (the forward launcher's blocks of short rows), kMinBlocks of them per SM
-// (registers bounded to fit; 0: no bound past kMaxThreads). kFull = false:
-// plain unspread rows with bounds tests (vectors past the row's end, or a
-// partial statistic), their statistics from RowStatsOf as ForwardKernel's
-// instances of such rows take them. kParams: when each vector's weight and
-// bias are loaded.
+// (the forward launcher's blocks of short rows), or of one row where kTpr is
+// more, kMinBlocks of them per SM (registers bounded to fit; 0: no bound past
+// kMaxThreads). kFull = false: plain unspread rows with bounds tests (vectors
+// past the row's end, or a partial statistic), their statistics from
+// RowStatsOf as ForwardKernel's instances of such rows take them. kParams:
+// when each vector's weight and bias are loaded.
 template <typename T, int VEC, int ITERS, bool kCenter, int kTpr, int kSpread = kSpreadOnce,
           bool kFused = false, int kMinBlocks = 0, bool kFull = true,
           ParamLoads kParams = ParamLoads::kAfterStore>
-__global__ void __launch_bounds__(kMinBlocks > 0 ? kForwardBlockThreads : kMaxThreads, kMinBlocks)
+__global__ void __launch_bounds__(kMinBlocks > 0
+                                      ? (kTpr > kForwardBlockThreads ? kTpr : kForwardBlockThreads)
+                                      : kMaxThreads,
+                                  kMinBlocks)
     LeanRowKernel(const int rows_per_cta, const ForwardArgs a) {
   static_assert(sizeof(T) * VEC == 16 || (sizeof(T) * VEC == 8 && !kFull),
                 "rows of 16-byte vectors, or bounds-tested rows of 8-byte ones");
-  static_assert(ForwardCanonical<VEC, ITERS, true>(), "rows of up to 32 values per thread");
+  static_assert(ForwardCanonical<VEC, ITERS, true>() || (!kFull && VEC * ITERS <= 64),
+                "rows of up to 32 values per thread, 64 with bounds tests");
   static_assert(kFull || (!kFused && kSpread == 0), "bounds-tested rows are plain, unspread");
   __shared__ float scratch_buffers[GroupScratch::kFloats];
   GroupScratch scratch{scratch_buffers};
@@ -117,11 +122,21 @@ __global__ void __launch_bounds__(kMinBlocks > 0 ? kForwardBlockThreads : kMaxTh
       }
     }
   }
-  // Vector `it` of the row (x, or p), as floats.
+  // Vector `it` of the row (x, or p), as floats. 16-bit rows of 64 values per
+  // thread (LongHalfRowInstance) convert the vector anew at each use, behind
+  // an empty asm that hides that the words are the same: the form measured
+  // and tested (bench/results/gpu-2026-11-30-round62.md, calls F-G). Meant to
+  // save registers, it saved none (ptxas: 96-128 either way), but the code
+  // differs, and the form without it has not run.
+  constexpr bool kUnpackEachUse = sizeof(T) == 2 && VEC * ITERS > 32;
   auto row_vector = [&](int it, float(&v)[VEC]) {
     if constexpr (kFused) {
 #pragma unroll
       for (int i = 0; i < VEC; ++i) v[i] = p[it][i];
+    } else if constexpr (kUnpackEachUse) {
+      RawVec<T, VEC> word = raw[it];
+      asm volatile("" : "+r"(word.x), "+r"(word.y));
+      UnpackRaw<T, VEC>(word, v);
     } else {
       UnpackRaw<T, VEC>(raw[it], v);
     }

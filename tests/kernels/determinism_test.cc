@@ -238,9 +238,10 @@ TEST_P(DeterminismTest, FullRowsAreBitwiseIdenticalInSmallAndLargeLaunches) {
 // 1536, 3000, 5000, 6000, 12000 and 15000, over 32, 32, 64, 96, 160, 192, 384
 // and 480 threads), sparse RMSNorm rows (SparseRow: 768, 1536) or rows of half
 // vectors (LeanHalfInstance: fp32 514, 1002, 2042, 4098, 12002 and 16382,
-// their weight and bias loaded each way of ParamLoads; 16-bit 4100 and 12004),
-// must give the bits of the same rows alone (ForwardKernel's latency-bound
-// instances).
+// their weight and bias loaded each way of ParamLoads; 16-bit 4100, 12004 and,
+// 16 per thread, 20004), must give the bits of the same rows alone
+// (ForwardKernel's latency-bound instances; at 20004 LongHalfRowInstance's,
+// which every launch of the row takes).
 // LayerNorm and RMSNorm, whole and partial statistics, with and without weight
 // and bias. Not on the CPU backend, whose rows take one path at any launch
 // size: the case would only cost CI time (about 5 s per hidden size and dtype).
@@ -272,7 +273,7 @@ INSTANTIATE_TEST_SUITE_P(Kernels, BoundsTestedRowsTest,
                          ::testing::Combine(::testing::ValuesIn(BackendNames()), AllDTypes(),
                                             ::testing::Values(514, 768, 1000, 1002, 1536, 2042,
                                                               3000, 4098, 4100, 5000, 6000, 12000,
-                                                              12002, 12004, 15000, 16382)),
+                                                              12002, 12004, 15000, 16382, 20004)),
                          SuiteParamName);
 
 TEST_P(DeterminismTest, BackwardRowsAndGradWeightAreBitwiseIdenticalAloneOrBatched) {
