@@ -295,9 +295,10 @@ auto LeanPairInstance(const ForwardArgs& a, int tpr, int threads, int64_t blocks
 
 // The LeanRowKernel instance for a plain row of half vectors (8 bytes: 16-bit
 // widths of 4 mod 8, fp32 widths of 2 mod 4) with bounds tests, over `tpr`
-// threads, or null where ForwardKernel's instance runs it: 16-bit rows of 4
-// per thread (hidden 388-8188) and 8 (8196-16380), fp32 rows of 8 (hidden
-// 258-8190) and 16 (8194-16382), every launch. ForwardKernel computes each
+// threads in a launch of `rows` rows, or null where ForwardKernel's instance
+// runs it: 16-bit rows of 4 per thread (hidden 388-8188) and 8 (8196-16380),
+// fp32 rows of 8 (hidden 258-8190) and 16 (8194-16382), every launch, but
+// fp32 rows of 320 threads (below). ForwardKernel computes each
 // vector's address from the run-time row width; with the width a constant,
 // fp32 rows of 16 take 64 registers where ForwardKernel's took 94-96 (one
 // block of 352-512 threads per SM), two blocks. Measured on the H200 against
@@ -310,8 +311,9 @@ auto LeanPairInstance(const ForwardArgs& a, int tpr, int threads, int64_t blocks
 // 8192 x 388 10.2 -> 9.2, 600 x 4100 9.2 -> 8.0; RMSNorm 8192 x 4100 48.05 ->
 // 41.0, 8192 x 8188 81.7 -> 72.25; fp16 LayerNorm 8192 x 8188 105.7 -> 76.75.
 // fp32 rows of 320 threads (hidden 9218-10238), whose ForwardKernel instance
-// already held two blocks per SM, keep it: RMSNorm 4096 x 10002 91.65 ->
-// 93.5 with LeanRowKernel. Staged through shared memory instead
+// already held two blocks per SM, keep it (RMSNorm 4096 x 10002 91.65 ->
+// 93.5 with LeanRowKernel), but LayerNorm rows in larger launches (below).
+// Staged through shared memory instead
 // (RowStorage::kStaged at 8-byte vectors, 64 registers), fp32 rows gained
 // less and RMSNorm rows of 512 threads lost (table 2, call C: LayerNorm 4096
 // x 12002 161.7 -> 148.2 us, RMSNorm 8192 x 16382 311.9 -> 321.05).
@@ -342,16 +344,31 @@ auto LeanPairInstance(const ForwardArgs& a, int tpr, int threads, int64_t blocks
 // rows that fill less lost so (table 2: 65536 x 258 39.5 -> 40.45, 32768 x
 // 514 39.9 -> 42.1), as did wider ones in some launches (table 4: 8192 x
 // 8190 139.25 -> 142.3, 1024 x 3002 13.0 -> 13.7, though 8192 x 4090 73.05
-// -> 70.9): both keep loads after each store. Rows of 16 per thread take the
+// -> 70.9): loads after each store, but for LayerNorm rows over 160-256
+// threads in launches of at least kReadOnlyRows8 rows, read-only
+// (gpu-2026-11-30-round63.md, table 1, call A: 2048 x 4090 25.45 -> 23.27 us,
+// 8192 x 4090 72.54 -> 70.06, 8192 x 3002 55.58 -> 53.88, 16384 x 3002
+// 102.36 -> 100.5, 32768 x 2562 169.07 -> 165.52; 1024 x 3002 12.89 -> 13.62
+// lost; rows over 320 and 512 threads lost at 16384 x 5002 and 16384 x 8190).
+// Rows of 16 per thread take the
 // read-only path where LayerNorm (4096 x 12002 122.35 -> 113.6, 16384 x 12002
 // 449.0 -> 426.2, 4096 x 16382 165.0 -> 153.5, 4096 x 8194 80.85 -> 76.6, 512
 // x 16382 31.1 -> 27.45) or RMSNorm of 512 threads (4096 x 16382 148.8 ->
 // 143.2, 512 x 16382 28.7 -> 25.1); RMSNorm rows of fewer lost so (table 2:
-// 4096 x 12002 106.1 -> 145.9, 4096 x 8194 75.95 -> 93.2). 16-bit rows lost
+// 4096 x 12002 106.1 -> 145.9, 4096 x 8194 75.95 -> 93.2). LayerNorm rows
+// of 320 threads, which ForwardKernel runs, too in launches of at least
+// kReadOnlyRows16 rows (round63.md, table 1: 4096 x 10002 102.25 -> 94.12
+// us, 8192 x 10002 191.91 -> 178.97, 16384 x 10002 371.22 -> 347.5, 1024 x
+// 10002 34.52 -> 32.29, 4096 x 9218 96.62 -> 85.94; 512 x 10002 21.88 ->
+// 22.21 lost; RMSNorm lost by a fifth, 4096 x 10002 91.03 -> 114.24). Beside
+// Quack (table 3, call B) LayerNorm 4096 x 10002 0.845 -> 0.920 of its
+// speed. 16-bit rows lost
 // either way (table 1: bf16 LayerNorm 8192 x 4100 44.35 -> 56.85 beside x,
 // 45.55 read-only).
+inline constexpr int64_t kReadOnlyRows8 = 2048;
+inline constexpr int64_t kReadOnlyRows16 = 1024;
 template <typename T, int kVec, int kIters, bool kCenter>
-auto LeanHalfInstance(int64_t hidden, int tpr) -> void (*)(int, ForwardArgs) {
+auto LeanHalfInstance(int64_t hidden, int64_t rows, int tpr) -> void (*)(int, ForwardArgs) {
   static_assert(sizeof(T) * kVec == 8, "rows of half vectors");
   static_assert(kIters == 4 || kIters == 8 || kIters == 16, "see ChooseRowLayout");
   // The row's share of its threads' vector slots, in eighths (rounded down).
@@ -370,7 +387,11 @@ auto LeanHalfInstance(int64_t hidden, int tpr) -> void (*)(int, ForwardArgs) {
     if constexpr (sizeof(T) == 2) {
       take(AfterStore{});
     } else if constexpr (kIters == 16) {
-      if constexpr (kCenter || kTpr == 512) {
+      if constexpr (kTpr == 320) {
+        if constexpr (kCenter) {
+          if (rows >= kReadOnlyRows16) take(ReadOnly{});
+        }
+      } else if constexpr (kCenter || kTpr == 512) {
         take(ReadOnly{});
       } else {
         take(AfterStore{});
@@ -382,6 +403,8 @@ auto LeanHalfInstance(int64_t hidden, int tpr) -> void (*)(int, ForwardArgs) {
       if constexpr (kCenter) {
         if constexpr (kTpr <= 128) {
           if (fill_eighths >= 5) return take(ReadOnly{});
+        } else if constexpr (kTpr <= 256) {
+          if (rows >= kReadOnlyRows8) return take(ReadOnly{});
         }
         take(AfterStore{});
       } else {
@@ -390,7 +413,7 @@ auto LeanHalfInstance(int64_t hidden, int tpr) -> void (*)(int, ForwardArgs) {
     }
   };
   if constexpr (kIters == 16) {  // fp32 rows of hidden 8194-16382
-    ForEachRowWidth(std::integer_sequence<int, 288, 352, 384, 416, 448, 480, 512>{}, fixed);
+    ForEachRowWidth(std::integer_sequence<int, 288, 320, 352, 384, 416, 448, 480, 512>{}, fixed);
   } else if constexpr (kIters == 8 && sizeof(T) == 2) {  // 16-bit rows of hidden 8196-16380
     ForEachRowWidth(std::integer_sequence<int, 288, 320, 352, 384, 416, 448, 480, 512>{}, fixed);
   } else {  // 16-bit rows of 4 per thread, fp32 rows of 8
@@ -566,7 +589,7 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
   }
   if constexpr (kHalf && (kIters == 8 || kIters == (sizeof(T) == 2 ? 4 : 16))) {
     if (layout.spread == 0 && a.y == nullptr && a.residual_out == nullptr) {
-      lean = LeanHalfInstance<T, kVec, kIters, kCenter>(a.hidden, layout.tpr);
+      lean = LeanHalfInstance<T, kVec, kIters, kCenter>(a.hidden, a.rows, layout.tpr);
     }
   }
   if (lean != nullptr) {
@@ -701,7 +724,8 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
 // The LeanRowKernel instance for a plain 16-bit row of half vectors that the
 // layout streams (ForwardStreamKernel: 8 per thread would take more than 512
 // threads) and 16 per thread hold in one block, one row per block, or null:
-// rows with y or residual_out, and rows over 352-480 threads. Every launch of
+// rows with y or residual_out, rows over 352 threads, and LayerNorm rows over
+// 384-480 threads. Every launch of
 // such a row takes it, whatever its rows, so a row's bits do not depend on
 // the launch. Measured on the H200 against the stream
 // (bench/results/gpu-2026-11-30-round62.md, table 6, call F): rows over 288
@@ -709,21 +733,26 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
 // registers, where 100-128 held one block), bf16 RMSNorm 8192 x 16388 157.8
 // -> 144.65 us, 2048 x 20004 60.45 -> 51.6, LayerNorm 191.45 -> 160.15 and
 // 68.55 -> 59.2, fp16 RMSNorm 8192 x 16388 153.45 -> 142.8; 512 x 20004 and
-// 64 x 20004 even. Rows of 512 threads (hidden 28676-32764), which bounded
+// 64 x 20004 even. Rows of 512 threads (hidden 30724-32764), which bounded
 // spill, unbounded: RMSNorm 1024 x 32764 62.3 -> 54.25, 2048 x 32764 107.65
 // -> 91.65, LayerNorm 70.75 -> 66.4 and 123.55 -> 118.5. Beside Quack (table
 // 7, call G), bf16 RMSNorm 8192 x 16388 1.008 of its speed (0.920 streamed),
 // 2048 x 20004 0.950 (0.829), 2048 x 32764 0.779 (0.687); LayerNorm 1.398,
-// 1.150, 1.135. Rows over 352-480 threads stream: over 384 LayerNorm lost
-// either way (4096 x 24580 152.9 -> 170.15 us unbounded, 199.7 bounded;
-// RMSNorm 133.6 -> 130.85 unbounded); the others were not measured.
+// 1.150, 1.135. RMSNorm rows over 384-480 threads (hidden 22532-30716)
+// unbounded too (round63.md, table 2, call A): bf16 4096 x 24572 133.33 ->
+// 129.57, 4096 x 26620 147.13 -> 136.18, 4096 x 28668 162.34 -> 142.69, 4096
+// x 30716 178.37 -> 152.53, 1024 x 28668 52.35 -> 46.58, 16384 x 24572 492.24
+// -> 475.64, fp16 4096 x 28668 159.79 -> 142.27; beside Quack (table 3, call
+// B) 4096 x 24572 0.807 streamed. Over 352 threads they lost (4096 x 22524
+// 120.39 -> 125.14), and LayerNorm rows over 352-480 every time (4096 x 24572
+// 152.48 -> 171.73, 4096 x 30716 204.74 -> 209.25): these stream.
 template <typename T, bool kCenter>
 auto LongHalfRowInstance(const ForwardArgs& a, int& tpr) -> void (*)(int, ForwardArgs) {
   static_assert(sizeof(T) == 2, "16-bit rows");
   if (a.y != nullptr || a.residual_out != nullptr) return nullptr;
-  const int64_t threads = ((a.hidden + 3) / 4 + 15) / 16;
+  const int64_t threads = ThreadsFor((a.hidden + 3) / 4, 16);
   if (threads > kMaxThreads) return nullptr;
-  tpr = static_cast<int>((threads + 31) / 32 * 32);
+  tpr = static_cast<int>(threads);
   switch (tpr) {
     case 288:
       return &LeanRowKernel<T, 4, 16, kCenter, 288, 0, false, 2, false>;
@@ -732,8 +761,23 @@ auto LongHalfRowInstance(const ForwardArgs& a, int& tpr) -> void (*)(int, Forwar
     case 512:
       return &LeanRowKernel<T, 4, 16, kCenter, 512, 0, false, 0, false>;
     default:
-      return nullptr;
+      break;
   }
+  if constexpr (!kCenter) {
+    switch (tpr) {
+      case 384:
+        return &LeanRowKernel<T, 4, 16, kCenter, 384, 0, false, 0, false>;
+      case 416:
+        return &LeanRowKernel<T, 4, 16, kCenter, 416, 0, false, 0, false>;
+      case 448:
+        return &LeanRowKernel<T, 4, 16, kCenter, 448, 0, false, 0, false>;
+      case 480:
+        return &LeanRowKernel<T, 4, 16, kCenter, 480, 0, false, 0, false>;
+      default:
+        break;
+    }
+  }
+  return nullptr;
 }
 
 template <typename T, bool kCenter>

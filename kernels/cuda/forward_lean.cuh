@@ -122,21 +122,11 @@ __global__ void __launch_bounds__(kMinBlocks > 0
       }
     }
   }
-  // Vector `it` of the row (x, or p), as floats. 16-bit rows of 64 values per
-  // thread (LongHalfRowInstance) convert the vector anew at each use, behind
-  // an empty asm that hides that the words are the same: the form measured
-  // and tested (bench/results/gpu-2026-11-30-round62.md, calls F-G). Meant to
-  // save registers, it saved none (ptxas: 96-128 either way), but the code
-  // differs, and the form without it has not run.
-  constexpr bool kUnpackEachUse = sizeof(T) == 2 && VEC * ITERS > 32;
+  // Vector `it` of the row (x, or p), as floats.
   auto row_vector = [&](int it, float(&v)[VEC]) {
     if constexpr (kFused) {
 #pragma unroll
       for (int i = 0; i < VEC; ++i) v[i] = p[it][i];
-    } else if constexpr (kUnpackEachUse) {
-      RawVec<T, VEC> word = raw[it];
-      asm volatile("" : "+r"(word.x), "+r"(word.y));
-      UnpackRaw<T, VEC>(word, v);
     } else {
       UnpackRaw<T, VEC>(raw[it], v);
     }

@@ -233,15 +233,17 @@ TEST_P(DeterminismTest, FullRowsAreBitwiseIdenticalInSmallAndLargeLaunches) {
 }
 
 // Rows with bounds tests (vectors past the row's end, or a partial statistic)
-// in launches of 1200 rows, which the CUDA backend runs through LeanRowKernel's
-// bounds-tested instances where they are 16-bit LayerNorm rows (here 768, 1000,
-// 1536, 3000, 5000, 6000, 12000 and 15000, over 32, 32, 64, 96, 160, 192, 384
-// and 480 threads), sparse RMSNorm rows (SparseRow: 768, 1536) or rows of half
-// vectors (LeanHalfInstance: fp32 514, 1002, 2042, 4098, 12002 and 16382,
-// their weight and bias loaded each way of ParamLoads; 16-bit 4100, 12004 and,
-// 16 per thread, 20004), must give the bits of the same rows alone
-// (ForwardKernel's latency-bound instances; at 20004 LongHalfRowInstance's,
-// which every launch of the row takes).
+// in launches of 1200 and 2100 rows, which the CUDA backend runs through
+// LeanRowKernel's bounds-tested instances where they are 16-bit LayerNorm rows
+// (here 768, 1000, 1536, 3000, 5000, 6000, 12000 and 15000, over 32, 32, 64,
+// 96, 160, 192, 384 and 480 threads), sparse RMSNorm rows (SparseRow: 768,
+// 1536) or rows of half vectors (LeanHalfInstance: fp32 514, 1002, 2042,
+// 3002, 4098, 10002, 12002 and 16382, their weight and bias loaded each way of
+// ParamLoads, LayerNorm rows of 3002 read-only from 2048 rows and of 10002
+// from 1024; 16-bit 4100, 12004 and, 16 per thread, 20004, 24572 and 28668),
+// must give the bits of the same rows alone (ForwardKernel's latency-bound
+// instances; at 20004-28668 LongHalfRowInstance's or the stream's, which
+// every launch of the row takes).
 // LayerNorm and RMSNorm, whole and partial statistics, with and without weight
 // and bias. Not on the CPU backend, whose rows take one path at any launch
 // size: the case would only cost CI time (about 5 s per hidden size and dtype).
@@ -249,21 +251,23 @@ class BoundsTestedRowsTest : public DeterminismTest {};
 
 TEST_P(BoundsTestedRowsTest, RowsAreBitwiseIdenticalInSmallAndLargeLaunches) {
   if (!OnCuda()) GTEST_SKIP() << "one path per row on this backend";
-  const int64_t rows = 1200;
-  for (bool center : {true, false}) {
-    for (double partial : {1.0, 0.7}) {
-      for (bool params : {true, false}) {
-        SCOPED_TRACE(::testing::Message() << "center " << center << " partial " << partial
-                                          << " weight and bias " << params);
-        NormCase c;
-        c.dtype = dtype();
-        c.hidden = hidden();
-        c.segment_rows = {rows};
-        c.config.center = center;
-        c.config.partial = partial;
-        c.weight = c.bias = params;
-        c.stats_out = true;
-        ExpectRowsAloneMatch(c, 0, {0, rows / 2, rows - 1}, 41);
+  for (const int64_t rows : {int64_t{1200}, int64_t{2100}}) {
+    for (bool center : {true, false}) {
+      for (double partial : {1.0, 0.7}) {
+        for (bool params : {true, false}) {
+          SCOPED_TRACE(::testing::Message()
+                       << "rows " << rows << " center " << center << " partial " << partial
+                       << " weight and bias " << params);
+          NormCase c;
+          c.dtype = dtype();
+          c.hidden = hidden();
+          c.segment_rows = {rows};
+          c.config.center = center;
+          c.config.partial = partial;
+          c.weight = c.bias = params;
+          c.stats_out = true;
+          ExpectRowsAloneMatch(c, 0, {0, rows / 2, rows - 1}, 41);
+        }
       }
     }
   }
@@ -272,8 +276,9 @@ TEST_P(BoundsTestedRowsTest, RowsAreBitwiseIdenticalInSmallAndLargeLaunches) {
 INSTANTIATE_TEST_SUITE_P(Kernels, BoundsTestedRowsTest,
                          ::testing::Combine(::testing::ValuesIn(BackendNames()), AllDTypes(),
                                             ::testing::Values(514, 768, 1000, 1002, 1536, 2042,
-                                                              3000, 4098, 4100, 5000, 6000, 12000,
-                                                              12002, 12004, 15000, 16382, 20004)),
+                                                              3000, 3002, 4098, 4100, 5000, 6000,
+                                                              10002, 12000, 12002, 12004, 15000,
+                                                              16382, 20004, 24572, 28668)),
                          SuiteParamName);
 
 TEST_P(DeterminismTest, BackwardRowsAndGradWeightAreBitwiseIdenticalAloneOrBatched) {

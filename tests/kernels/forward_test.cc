@@ -170,11 +170,13 @@ class ManyRowsTest : public BackendTest<DType, int64_t> {
 // over 160 and 288 threads, of 12004 and 14500, 8 per thread over 384 and
 // 480; fp32 rows of 4098 and 8190, 8 per thread over 288 and 512, of 10002,
 // 12002 and 16382, 16 per thread over 320, 384 and 512 (plain ones, but fp32
-// ones of 320 threads, through LeanRowKernel's bounds-tested instances of
-// 8-byte vectors, LeanHalfInstance); 16-bit rows of 16388, 20004 and 32764,
-// 16 per thread over 288, 320 and 512 threads (plain ones through
-// LongHalfRowInstance, fused ones streamed). Rows of 14501 (no whole vector:
-// vec 1) are held 32 values per thread over 512 threads.
+// RMSNorm ones of 320 threads, through LeanRowKernel's bounds-tested instances
+// of 8-byte vectors, LeanHalfInstance); 16-bit rows of 16388, 20004, 22524,
+// 24572, 26620, 28668, 30716 and 32764, 16 per thread over 288-512 threads
+// (plain ones through LongHalfRowInstance, but LayerNorm ones over 352-480
+// threads and RMSNorm ones over 352, which stream as fused ones do). Rows of
+// 14501 (no whole vector: vec 1) are held 32 values per thread over 512
+// threads.
 class ManyRowsForwardTest : public ManyRowsTest {};
 
 TEST_P(ManyRowsForwardTest, EveryRowMatchesReference) {
@@ -191,7 +193,9 @@ INSTANTIATE_TEST_SUITE_P(
                                          int64_t{12288}, int64_t{14336}, int64_t{14500},
                                          int64_t{14501}, int64_t{15000}, int64_t{15360},
                                          int64_t{16382}, int64_t{16384}, int64_t{16388},
-                                         int64_t{20000}, int64_t{20004}, int64_t{32764})),
+                                         int64_t{20000}, int64_t{20004}, int64_t{22524},
+                                         int64_t{24572}, int64_t{26620}, int64_t{28668},
+                                         int64_t{30716}, int64_t{32764})),
     SuiteParamName);
 
 // Short rows in launches of so many rows that the CUDA forward is not
