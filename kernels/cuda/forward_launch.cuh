@@ -361,7 +361,7 @@ auto LeanPairInstance(const ForwardArgs& a, int tpr, int threads, int64_t blocks
 // us, 8192 x 10002 191.91 -> 178.97, 16384 x 10002 371.22 -> 347.5, 1024 x
 // 10002 34.52 -> 32.29, 4096 x 9218 96.62 -> 85.94; 512 x 10002 21.88 ->
 // 22.21 lost; RMSNorm lost by a fifth, 4096 x 10002 91.03 -> 114.24). Beside
-// Quack (table 3, call B) LayerNorm 4096 x 10002 0.845 -> 0.920 of its
+// Quack (table 3, call B) LayerNorm 4096 x 10002 0.845 -> 0.966 of its
 // speed. 16-bit rows lost
 // either way (table 1: bf16 LayerNorm 8192 x 4100 44.35 -> 56.85 beside x,
 // 45.55 read-only).
@@ -743,9 +743,10 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
 // 129.57, 4096 x 26620 147.13 -> 136.18, 4096 x 28668 162.34 -> 142.69, 4096
 // x 30716 178.37 -> 152.53, 1024 x 28668 52.35 -> 46.58, 16384 x 24572 492.24
 // -> 475.64, fp16 4096 x 28668 159.79 -> 142.27; beside Quack (table 3, call
-// B) 4096 x 24572 0.807 streamed. Over 352 threads they lost (4096 x 22524
-// 120.39 -> 125.14), and LayerNorm rows over 352-480 every time (4096 x 24572
-// 152.48 -> 171.73, 4096 x 30716 204.74 -> 209.25): these stream.
+// B) 4096 x 24572 0.807 -> 0.847, 4096 x 28668 0.800 -> 0.929. Over 352
+// threads they lost (4096 x 22524 120.39 -> 125.14), and LayerNorm rows over
+// 352-480 every time (4096 x 24572 152.48 -> 171.73, 4096 x 30716 204.74 ->
+// 209.25): these stream.
 template <typename T, bool kCenter>
 auto LongHalfRowInstance(const ForwardArgs& a, int& tpr) -> void (*)(int, ForwardArgs) {
   static_assert(sizeof(T) == 2, "16-bit rows");
