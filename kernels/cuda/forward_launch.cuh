@@ -298,10 +298,10 @@ auto LeanPairInstance(const ForwardArgs& a, int tpr, int threads, int64_t blocks
 // threads in a launch of `rows` rows, or null where ForwardKernel's instance
 // runs it: 16-bit rows of 4 per thread (hidden 388-8188) and 8 (8196-16380),
 // fp32 rows of 8 (hidden 258-8190) and 16 (8194-16382), every launch, but
-// fp32 rows of 320 threads (below). ForwardKernel computes each
-// vector's address from the run-time row width; with the width a constant,
-// fp32 rows of 16 take 64 registers where ForwardKernel's took 94-96 (one
-// block of 352-512 threads per SM), two blocks. Measured on the H200 against
+// fp32 rows of 320 threads (below). ForwardKernel computes each vector's
+// address from the run-time row width; with the width a constant, fp32 rows
+// of 16 take 64 registers where ForwardKernel's took 94-96 (one block of
+// 352-512 threads per SM), two blocks. Measured on the H200 against
 // ForwardKernel
 // (bench/results/gpu-2026-11-30-round60.md, table 7, call F), fp32 LayerNorm
 // 4096 x 12002 162.3 -> 121.45 us, 16384 x 12002 607.65 -> 444.35, 4096 x
@@ -313,10 +313,10 @@ auto LeanPairInstance(const ForwardArgs& a, int tpr, int threads, int64_t blocks
 // fp32 rows of 320 threads (hidden 9218-10238), whose ForwardKernel instance
 // already held two blocks per SM, keep it (RMSNorm 4096 x 10002 91.65 ->
 // 93.5 with LeanRowKernel), but LayerNorm rows in larger launches (below).
-// Staged through shared memory instead
-// (RowStorage::kStaged at 8-byte vectors, 64 registers), fp32 rows gained
-// less and RMSNorm rows of 512 threads lost (table 2, call C: LayerNorm 4096
-// x 12002 161.7 -> 148.2 us, RMSNorm 8192 x 16382 311.9 -> 321.05).
+// Staged through shared memory instead (RowStorage::kStaged at 8-byte
+// vectors, 64 registers), fp32 rows gained less and RMSNorm rows of 512
+// threads lost (table 2, call C: LayerNorm 4096 x 12002 161.7 -> 148.2 us,
+// RMSNorm 8192 x 16382 311.9 -> 321.05).
 // Rows of 8 per thread, measured on the H200 against ForwardKernel
 // (gpu-2026-11-30-round61.md, table 1, call A): 16-bit 0.71-0.85 of the time
 // (bf16 LayerNorm 4096 x 14500 95.2 -> 71.7 us, 8192 x 12004 155.25 ->
@@ -350,21 +350,21 @@ auto LeanPairInstance(const ForwardArgs& a, int tpr, int threads, int64_t blocks
 // 8192 x 4090 72.54 -> 70.06, 8192 x 3002 55.58 -> 53.88, 16384 x 3002
 // 102.36 -> 100.5, 32768 x 2562 169.07 -> 165.52; 1024 x 3002 12.89 -> 13.62
 // lost; rows over 320 and 512 threads lost at 16384 x 5002 and 16384 x 8190).
-// Rows of 16 per thread take the
-// read-only path where LayerNorm (4096 x 12002 122.35 -> 113.6, 16384 x 12002
-// 449.0 -> 426.2, 4096 x 16382 165.0 -> 153.5, 4096 x 8194 80.85 -> 76.6, 512
-// x 16382 31.1 -> 27.45) or RMSNorm of 512 threads (4096 x 16382 148.8 ->
-// 143.2, 512 x 16382 28.7 -> 25.1); RMSNorm rows of fewer lost so (table 2:
-// 4096 x 12002 106.1 -> 145.9, 4096 x 8194 75.95 -> 93.2). LayerNorm rows
-// of 320 threads, which ForwardKernel runs, too in launches of at least
-// kReadOnlyRows16 rows (round63.md, table 1: 4096 x 10002 102.25 -> 94.12
-// us, 8192 x 10002 191.91 -> 178.97, 16384 x 10002 371.22 -> 347.5, 1024 x
-// 10002 34.52 -> 32.29, 4096 x 9218 96.62 -> 85.94; 512 x 10002 21.88 ->
-// 22.21 lost; RMSNorm lost by a fifth, 4096 x 10002 91.03 -> 114.24). Beside
-// Quack (table 3, call B) LayerNorm 4096 x 10002 0.845 -> 0.966 of its
-// speed. 16-bit rows lost
-// either way (table 1: bf16 LayerNorm 8192 x 4100 44.35 -> 56.85 beside x,
-// 45.55 read-only).
+// Rows of 16 per thread take the read-only path where LayerNorm (4096 x
+// 12002 122.35 -> 113.6, 16384 x 12002 449.0 -> 426.2, 4096 x 16382 165.0 ->
+// 153.5, 4096 x 8194 80.85 -> 76.6, 512 x 16382 31.1 -> 27.45) or RMSNorm of
+// 512 threads (4096 x 16382 148.8 -> 143.2, 512 x 16382 28.7 -> 25.1);
+// RMSNorm rows of fewer lost so (table 2: 4096 x 12002 106.1 -> 145.9, 4096 x
+// 8194 75.95 -> 93.2). LayerNorm rows of 320 threads, which ForwardKernel
+// runs, too in launches of at least kReadOnlyRows16 rows (round63.md, table
+// 1: 4096 x 10002 102.25 -> 94.12 us, 8192 x 10002 191.91 -> 178.97, 16384 x
+// 10002 371.22 -> 347.5, 1024 x 10002 34.52 -> 32.29, 4096 x 9218 96.62 ->
+// 85.94; 512 x 10002 21.88 -> 22.21 lost; RMSNorm lost by a fifth, 4096 x
+// 10002 91.03 -> 114.24). Beside Quack (table 3, call B) LayerNorm 4096 x
+// 10002 0.845 -> 0.966 of its speed. 16-bit rows lost either way (table 1:
+// bf16 LayerNorm 8192 x 4100 44.35 -> 56.85 beside x, 45.55 read-only).
+// The parameter path changes the loads, not the arithmetic, so a row's bits
+// do not depend on which side of a threshold its launch falls.
 inline constexpr int64_t kReadOnlyRows8 = 2048;
 inline constexpr int64_t kReadOnlyRows16 = 1024;
 template <typename T, int kVec, int kIters, bool kCenter>
@@ -725,9 +725,9 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
 // layout streams (ForwardStreamKernel: 8 per thread would take more than 512
 // threads) and 16 per thread hold in one block, one row per block, or null:
 // rows with y or residual_out, rows over 352 threads, and LayerNorm rows over
-// 384-480 threads. Every launch of
-// such a row takes it, whatever its rows, so a row's bits do not depend on
-// the launch. Measured on the H200 against the stream
+// 384-480 threads. Every launch of such a row takes it, whatever its rows, so
+// a row's bits do not depend on the launch. Measured on the H200 against the
+// stream
 // (bench/results/gpu-2026-11-30-round62.md, table 6, call F): rows over 288
 // and 320 threads (hidden 16388-20476) bounded to two blocks per SM (96
 // registers, where 100-128 held one block), bf16 RMSNorm 8192 x 16388 157.8
@@ -754,31 +754,19 @@ auto LongHalfRowInstance(const ForwardArgs& a, int& tpr) -> void (*)(int, Forwar
   const int64_t threads = ThreadsFor((a.hidden + 3) / 4, 16);
   if (threads > kMaxThreads) return nullptr;
   tpr = static_cast<int>(threads);
-  switch (tpr) {
-    case 288:
-      return &LeanRowKernel<T, 4, 16, kCenter, 288, 0, false, 2, false>;
-    case 320:
-      return &LeanRowKernel<T, 4, 16, kCenter, 320, 0, false, 2, false>;
-    case 512:
-      return &LeanRowKernel<T, 4, 16, kCenter, 512, 0, false, 0, false>;
-    default:
-      break;
+  if (tpr == 288) return &LeanRowKernel<T, 4, 16, kCenter, 288, 0, false, 2, false>;
+  if (tpr == 320) return &LeanRowKernel<T, 4, 16, kCenter, 320, 0, false, 2, false>;
+  void (*kernel)(int, ForwardArgs) = nullptr;
+  auto unbounded = [&](auto tpr_constant) {
+    constexpr int kTpr = decltype(tpr_constant)::value;
+    if (tpr == kTpr) kernel = &LeanRowKernel<T, 4, 16, kCenter, kTpr, 0, false, 0, false>;
+  };
+  if constexpr (kCenter) {
+    ForEachRowWidth(std::integer_sequence<int, 512>{}, unbounded);
+  } else {
+    ForEachRowWidth(std::integer_sequence<int, 384, 416, 448, 480, 512>{}, unbounded);
   }
-  if constexpr (!kCenter) {
-    switch (tpr) {
-      case 384:
-        return &LeanRowKernel<T, 4, 16, kCenter, 384, 0, false, 0, false>;
-      case 416:
-        return &LeanRowKernel<T, 4, 16, kCenter, 416, 0, false, 0, false>;
-      case 448:
-        return &LeanRowKernel<T, 4, 16, kCenter, 448, 0, false, 0, false>;
-      case 480:
-        return &LeanRowKernel<T, 4, 16, kCenter, 480, 0, false, 0, false>;
-      default:
-        break;
-    }
-  }
-  return nullptr;
+  return kernel;
 }
 
 template <typename T, bool kCenter>
