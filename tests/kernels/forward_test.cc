@@ -174,7 +174,10 @@ class ManyRowsTest : public BackendTest<DType, int64_t> {
 // of 8-byte vectors, LeanHalfInstance); 16-bit rows of 16388, 20004, 22524,
 // 24572, 26620, 28668, 30716 and 32764, 16 per thread over 288-512 threads
 // (plain ones through LongHalfRowInstance, but LayerNorm ones over 352-480
-// threads and RMSNorm ones over 352, which stream as fused ones do). Rows of
+// threads and RMSNorm ones over 352, which stream as fused ones do). 16-bit
+// rows of 16392, 18432, 20000, 24576 and 32768: 8 vectors of 8 per thread over
+// 288, 288, 320, 384 and 512 threads (plain ones through LongFullRowInstance,
+// bounds-tested, bounded to two blocks per SM at 288 and 320). Rows of
 // 14501 (no whole vector: vec 1) are held 32 values per thread over 512
 // threads.
 class ManyRowsForwardTest : public ManyRowsTest {};
@@ -193,9 +196,10 @@ INSTANTIATE_TEST_SUITE_P(
                                          int64_t{12288}, int64_t{14336}, int64_t{14500},
                                          int64_t{14501}, int64_t{15000}, int64_t{15360},
                                          int64_t{16382}, int64_t{16384}, int64_t{16388},
-                                         int64_t{20000}, int64_t{20004}, int64_t{22524},
-                                         int64_t{24572}, int64_t{26620}, int64_t{28668},
-                                         int64_t{30716}, int64_t{32764})),
+                                         int64_t{16392}, int64_t{18432}, int64_t{20000},
+                                         int64_t{20004}, int64_t{22524}, int64_t{24572},
+                                         int64_t{24576}, int64_t{26620}, int64_t{28668},
+                                         int64_t{30716}, int64_t{32764}, int64_t{32768})),
     SuiteParamName);
 
 // Short rows in launches of so many rows that the CUDA forward is not
