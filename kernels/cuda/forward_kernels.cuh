@@ -188,7 +188,8 @@ __device__ __forceinline__ void RowStats(const float (&p)[ITERS][VEC], int tpr, 
 //  - kFloats: p = x + y as fp32 registers (p = x where there is no y);
 //  - kPacked (a launch with neither y nor residual_out, 16-bit storage): x as
 //    stored, in half the registers, converted where used: the same bits.
-//  - kStaged (plain fp32 rows of 8 vectors per thread): x copied into shared
+//  - kStaged (plain fp32 rows of 8 vectors per thread, plain 16-bit RMSNorm
+//    rows of 8 vectors of 8 over 384 threads): x copied as stored into shared
 //    memory (cp.async) and read from there by each pass, so the registers no
 //    longer hold the row and more rows are in flight per SM
 //    (forward_launch.cuh); each thread reads back only what it copied, with
@@ -221,8 +222,8 @@ struct ForwardRow {
 };
 template <typename T, int VEC, int ITERS>
 struct ForwardRow<T, VEC, ITERS, RowStorage::kStaged> {
-  const float* first;  // the thread's vector 0, in shared memory
-  int stride;          // floats from one of its vectors to the next
+  const T* first;  // the thread's vector 0, in shared memory, as stored
+  int stride;      // elements from one of its vectors to the next
   __device__ __forceinline__ void Get(int it, float (&v)[VEC]) const {
     LoadFloats(first + it * stride, v);
   }
@@ -320,8 +321,10 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocks)
   constexpr bool kCanonical = ForwardCanonical<VEC, ITERS, kFull>();
   constexpr bool kPacked = kRow == RowStorage::kPacked;
   constexpr bool kStaged = kRow == RowStorage::kStaged || kRow == RowStorage::kStagedSum;
-  static_assert(!kStaged || (std::is_same_v<T, float> && VEC == 4 && !kPreload),
-                "staged rows are fp32 rows of 16-byte vectors");
+  static_assert(!kStaged || (sizeof(T) * VEC == 16 && !kPreload),
+                "staged rows are rows of 16-byte vectors");
+  static_assert(kRow != RowStorage::kStagedSum || std::is_same_v<T, float>,
+                "p = x + y is staged as fp32");
   static_assert(!kPacked || sizeof(T) * VEC >= 8, "packed rows are 16- or 8-byte vectors");
   static_assert(!kPacked || sizeof(T) == 2, "packed rows are 16-bit");
   static_assert(!kOneRow || (kPreload && kFull), "one-row instances are latency-bound, full");
@@ -439,8 +442,7 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocks)
   auto load_row = [&](auto has_y) {
     [[maybe_unused]] constexpr bool kHasY = decltype(has_y)::value;
     if constexpr (kStaged) {  // x into this row group's shared copy (ForwardRow)
-      float* copy =
-          reinterpret_cast<float*>(preloaded) + static_cast<int64_t>(group) * ITERS * tpr * VEC;
+      T* copy = reinterpret_cast<T*>(preloaded) + static_cast<int64_t>(group) * ITERS * tpr * VEC;
 #pragma unroll
       for (int it = 0; it < ITERS; ++it) {
         const int col = column(it);
@@ -448,7 +450,7 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocks)
           CpAsync16Shared(SharedAddress(copy + col), x + col);
         } else {
 #pragma unroll
-          for (int i = 0; i < VEC; ++i) copy[col + i] = 0.0f;
+          for (int i = 0; i < VEC; ++i) copy[col + i] = static_cast<T>(0.0f);
         }
       }
       CpAsyncCommit();
@@ -610,9 +612,12 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocks)
   // 534.1 -> 531.75. Staged LayerNorm rows (partial) and partial fused rows
   // keep 1: further ahead they lost (call C: LayerNorm 8192 x 12000 226.5 ->
   // 228.7 at 3, add + LayerNorm 408.9 -> 417.85 at 2), as did full fused rows
-  // at 3 (add + RMSNorm 8192 x 16384 527.25 -> 531.9).
+  // at 3 (add + RMSNorm 8192 x 16384 527.25 -> 531.9). Staged 16-bit rows,
+  // of 8 values per vector, keep 1: at 3 RMSNorm took 114 registers (72 at 1).
   constexpr bool kPrefetch = !kPreload && !kPacked && (ITERS * VEC <= 32 || kStaged);
-  constexpr int kAhead = kRow == RowStorage::kStaged && !kCenter ? 3 : kStagedSumEarly ? 2 : 1;
+  constexpr int kAhead = kRow == RowStorage::kStaged && !kCenter && sizeof(T) == 4 ? 3
+                         : kStagedSumEarly                                         ? 2
+                                                                                   : 1;
   constexpr int kSlots = kAhead + 1;
   // The output of vector `it` from its parameters w, b.
   auto store_output = [&](int it, int col, const float(&w)[VEC], const float(&b)[VEC]) {

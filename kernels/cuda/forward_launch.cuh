@@ -424,6 +424,22 @@ auto LeanHalfInstance(int64_t hidden, int64_t rows, int tpr) -> void (*)(int, Fo
   return kernel;
 }
 
+// Plain 16-bit RMSNorm rows of 8 vectors of 8 per thread over 384 threads
+// (hidden 22536-24576) are staged through shared memory (RowStorage::kStaged:
+// 72-73 registers and a 48 KiB copy of the row, two blocks per SM, where
+// LongFullRowInstance's 121 registers hold one). Measured on the H200 against
+// LongFullRowInstance (bench/results/gpu-2026-11-30-round64.md, table 3, call
+// D): bf16 RMSNorm 4096 x 24576 121.38 -> 116.84 us, 16384 x 24576 453.9 ->
+// 431.86, fp16 4096 x 24576 120.92 -> 117.15; beside Quack (table 4, call E)
+// 0.844 -> 0.880 of its speed. Staged RMSNorm rows of 288-320 and 448-512
+// threads lost by a sixth to a quarter (2048 x 32768 77.73 -> 101.34, 4096 x
+// 20480 87.89 -> 104.31), LayerNorm rows too but at 384-448 threads, about
+// even there (bf16 4096 x 24576 134.12 -> 132.83, fp16 130.98 -> 132.52, 4096
+// x 28672 147.49 -> 148.85); bounded to two 512-thread blocks (64 registers,
+// spills) every cell lost but the latency-bound. Those keep
+// LongFullRowInstance.
+inline constexpr int kStagedHalfRmsRowThreads = 384;
+
 // The LeanRowKernel instance for a plain 16-bit row of 8 vectors of 8 per
 // thread (hidden 16392-32768 over 288-512 threads): ForwardKernel's layout and
 // arithmetic (the same bits, so latency-bound launches keep ForwardKernel's
@@ -438,7 +454,8 @@ auto LeanHalfInstance(int64_t hidden, int64_t rows, int tpr) -> void (*)(int, Fo
 // x 24576 159.15 -> 133.92, 2048 x 32768 97.01 -> 84.72; fp16 alike. RMSNorm
 // over 320 threads about even (4096 x 20480 88.72 -> 87.87, 16384 x 20480
 // 324.14 -> 326.81); unbounded, rows over 288 and 320 threads lost to the
-// bounded ones (4096 x 20480 RMSNorm 111.80, 8192 x 16392 198.83).
+// bounded ones (4096 x 20480 RMSNorm 111.80, 8192 x 16392 198.83). RMSNorm
+// rows over kStagedHalfRmsRowThreads threads are staged instead.
 template <typename T, int kVec, int kIters, bool kCenter>
 auto LongFullRowInstance(int tpr) -> void (*)(int, ForwardArgs) {
   static_assert(sizeof(T) == 2 && kVec == 8 && kIters == 8, "16-bit rows of 64 per thread");
@@ -622,7 +639,8 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
     }
   }
   if constexpr (sizeof(T) == 2 && kWide && kIters == 8) {
-    if (layout.spread == 0 && !preload && a.y == nullptr && a.residual_out == nullptr) {
+    if (layout.spread == 0 && !preload && a.y == nullptr && a.residual_out == nullptr &&
+        (kCenter || layout.tpr != kStagedHalfRmsRowThreads)) {
       lean = LongFullRowInstance<T, kVec, kIters, kCenter>(layout.tpr);
     }
   }
@@ -708,6 +726,14 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
   // RMSNorm 4096 x 12288 200.5 -> 203.0, add + LayerNorm 201.7 -> 204.2) and
   // keep it. Not measured on the H100.
   bool staged = false;
+  if constexpr (sizeof(T) == 2 && kWide && kIters == 8 && !kCenter) {
+    if (layout.spread == 0 && !preload && a.y == nullptr && a.residual_out == nullptr &&
+        layout.tpr == kStagedHalfRmsRowThreads) {
+      staged = true;
+      kernel = full ? &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kStaged, true>
+                    : &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kStaged, false>;
+    }
+  }
   if constexpr (sizeof(T) == 4 && kWide && kIters == 8) {
     const bool fused = a.y != nullptr;
     if (!preload && layout.tpr >= kTwoBlockRowThreads) {
@@ -735,7 +761,7 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
   const size_t hidden = static_cast<size_t>(a.hidden);
   const size_t padded = static_cast<size_t>(kIters) * layout.tpr * kVec;
   const size_t shared_bytes = preload  ? 2 * sizeof(T) * rows * hidden
-                              : staged ? sizeof(float) * rows * padded
+                              : staged ? sizeof(T) * rows * padded
                                        : 0;
   if (shared_bytes > 0) {
     if (const cudaError_t err = AllowDynamicShared(kernel, shared_bytes); err != cudaSuccess) {

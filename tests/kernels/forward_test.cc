@@ -177,7 +177,8 @@ class ManyRowsTest : public BackendTest<DType, int64_t> {
 // threads and RMSNorm ones over 352, which stream as fused ones do). 16-bit
 // rows of 16392, 18432, 20000, 24576 and 32768: 8 vectors of 8 per thread over
 // 288, 288, 320, 384 and 512 threads (plain ones through LongFullRowInstance,
-// bounds-tested, bounded to two blocks per SM at 288 and 320). Rows of
+// bounds-tested, bounded to two blocks per SM at 288 and 320; plain RMSNorm
+// rows of 24576 staged through shared memory, RowStorage::kStaged). Rows of
 // 14501 (no whole vector: vec 1) are held 32 values per thread over 512
 // threads.
 class ManyRowsForwardTest : public ManyRowsTest {};
