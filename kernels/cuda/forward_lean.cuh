@@ -6,8 +6,8 @@
 // tests.
 // ForwardKernel runs the same rows with a runtime layout (row groups,
 // positions and reduction loops computed per thread) and every parameter
-// combination behind runtime tests. Seven launches take it
-// (forward_launch.cuh):
+// combination behind runtime tests. Eight launches take it
+// (forward_launch.cuh, forward_instances.cuh):
 //  - plain 16-bit rows spread once (SpreadsOnce, where SpreadRowInstance
 //    says which; on the H200 ForwardKernel's spread instance lost to the
 //    unspread layouts where this one wins at most shapes, by up to 6 %:
@@ -25,7 +25,10 @@
 //    LaunchForwardRegisters);
 //  - plain rows of half vectors (8 bytes), of 4, 8 or 16 per thread
 //    (LeanHalfInstance), and 16-bit ones of 16 per thread, which the layout
-//    streams (LongHalfRowInstance).
+//    streams (LongHalfRowInstance);
+//  - plain 16-bit rows of 8 vectors of 8 per thread, hidden 16392-32768
+//    (LongFullRowInstance; not latency-bound launches, not RMSNorm rows over
+//    384 threads, which are staged).
 // The same arithmetic as ForwardKernel's instances of the row's other
 // layouts (CanonicalRowStats, or RowStatsOf for rows with bounds tests;
 // NormOutput), so the same bits (DeterminismTest, BoundsTestedRowsTest).

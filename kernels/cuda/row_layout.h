@@ -206,7 +206,7 @@ inline bool HeldScalarForwardRow(Pass pass, DType dtype, int vec, int64_t vector
 // (BackwardStagedKernel copies 8-byte vectors too), forward ones run the
 // generic instances (the held and canonical paths move 16-byte vectors) but
 // plain rows of 4 per thread (16-bit) or 16 (fp32), which LeanRowKernel's
-// bounds-tested instances run (LeanHalfInstance, forward_launch.cuh); 16-bit
+// bounds-tested instances run (LeanHalfInstance, forward_instances.cuh); 16-bit
 // ones packed where the launch has no y and at 4 per thread, fp32 ones up to
 // 16 per thread (below).
 // They had run as rows of single elements (vec 1); measured on the H100
@@ -375,7 +375,7 @@ inline RowLayout GeneralRowLayout(Pass pass, DType dtype, int64_t hidden, bool a
   // 384-thread block per SM). Bounded to 64 registers (two blocks) every cell
   // was slower by a third (call 5: RMSNorm 4096 x 12002 207.5 us); plain rows
   // now take LeanRowKernel's instance of their width, 64 registers without a
-  // bound (LeanHalfInstance, forward_launch.cuh). 16-bit
+  // bound (LeanHalfInstance, forward_instances.cuh). 16-bit
   // rows of half vectors at 16 per thread (hidden 16388-32764; call 2):
   // fused rows faster (bf16 add + RMSNorm 2048 x 20004 174.7 -> 139.7), plain
   // ones slower (RMSNorm 74.2 -> 88.3, LayerNorm 80.0 -> 101.7), 1024 x 32764

@@ -97,7 +97,7 @@ class DeterminismTest : public BackendTest<DType, int64_t> {
   }
   // Rows of a plain fp32 launch that ForwardKernel runs on a GPU of 132 SMs:
   // of rows of 4096 or 8192 where LeanRowKernel would take as many waves
-  // (FewerWaves, forward_launch.cuh), 2 each; of rows of 2048 past
+  // (FewerWaves, forward_instances.cuh), 2 each; of rows of 2048 past
   // kLeanFp32PairElements elements (LeanPairInstance). 0 elsewhere. (On a
   // GPU of high bandwidth per SM such as the H200, RMSNorm rows of 4096 and
   // LayerNorm rows of 2048 there run through LeanRowKernel.)
