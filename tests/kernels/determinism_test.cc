@@ -243,10 +243,10 @@ TEST_P(DeterminismTest, FullRowsAreBitwiseIdenticalInSmallAndLargeLaunches) {
 // from 1024; 16-bit 4100, 12004 and, 16 per thread, 20004, 24572 and 28668)
 // or 16-bit rows of 8 vectors of 8 per thread (LongFullRowInstance: 16392,
 // 20480 and 32768, over 288, 320 and 512 threads, full rows too; RMSNorm rows
-// of 24576, over 384, staged through shared memory), must give
-// the bits of the same rows alone (ForwardKernel's latency-bound instances;
-// at 20004-28668 LongHalfRowInstance's or the stream's, which every launch of
-// the row takes).
+// of 24576, over 384, staged through shared memory), must give the bits of
+// the same rows alone (ForwardKernel's latency-bound instances; at
+// 20004-28668 LongHalfRowInstance's or the stream's, which every launch of the
+// row takes).
 // LayerNorm and RMSNorm, whole and partial statistics, with and without weight
 // and bias. Not on the CPU backend, whose rows take one path at any launch
 // size: the case would only cost CI time (about 5 s per hidden size and dtype).
