@@ -407,21 +407,22 @@ auto LeanHalfInstance(int64_t hidden, int64_t rows, int tpr) -> void (*)(int, Fo
 }
 
 // The LeanRowKernel instance for a plain 16-bit row of 8 vectors of 8 per
-// thread (hidden 16392-32768 over 288-512 threads): ForwardKernel's layout and
-// arithmetic (the same bits, so latency-bound launches keep ForwardKernel's
-// preload instance), bounded to two blocks per SM over 288 and 320 threads
-// (94 registers; unbounded 121 held one block), unbounded over more. Rows of
-// 288 threads (16392-18432) ran at about half their neighbours' bandwidth in
-// ForwardKernel (99+ registers, one block per SM; gpu-2026-11-30-round63.md,
-// table 4). Measured on the H200 against ForwardKernel (round64.md, table 1,
-// call A), bf16 RMSNorm 8192 x 16392 238.64 -> 137.07 us, 2048 x 16392 67.55
-// -> 41.94, 2048 x 32768 85.46 -> 77.87, 4096 x 24576 136.26 -> 121.07,
+// thread over 288 or 320 threads (hidden 16392-20480): ForwardKernel's layout
+// and arithmetic (the same bits, so latency-bound launches keep
+// ForwardKernel's preload instance), bounded to two blocks per SM (94
+// registers; unbounded 121 held one block). Rows of 288 threads (16392-18432)
+// ran at about half their neighbours' bandwidth in ForwardKernel (99+
+// registers, one block per SM; gpu-2026-11-30-round63.md, table 4). Measured
+// on the H200 against ForwardKernel (round64.md, table 1, call A), bf16
+// RMSNorm 8192 x 16392 238.64 -> 137.07 us, 2048 x 16392 67.55 -> 41.94,
+// 2048 x 32768 85.46 -> 77.87, 4096 x 24576 136.26 -> 121.07,
 // LayerNorm 8192 x 16392 290.10 -> 144.68, 4096 x 20480 149.56 -> 88.41, 4096
 // x 24576 159.15 -> 133.92, 2048 x 32768 97.01 -> 84.72; fp16 alike. RMSNorm
 // over 320 threads about even (4096 x 20480 88.72 -> 87.87, 16384 x 20480
 // 324.14 -> 326.81); unbounded, rows over 288 and 320 threads lost to the
-// bounded ones (4096 x 20480 RMSNorm 111.80, 8192 x 16392 198.83). RMSNorm
-// rows over kStagedHalfRmsRowThreads threads are staged instead.
+// bounded ones (4096 x 20480 RMSNorm 111.80, 8192 x 16392 198.83). Rows over
+// kStagedLongRowThreads threads or more, which it took too, now take
+// StagedLongRowKernel (forward_staged.cuh).
 template <typename T, int kVec, int kIters, bool kCenter>
 auto LongFullRowInstance(int tpr) -> void (*)(int, ForwardArgs) {
   static_assert(sizeof(T) == 2 && kVec == 8 && kIters == 8, "16-bit rows of 64 per thread");
@@ -429,10 +430,9 @@ auto LongFullRowInstance(int tpr) -> void (*)(int, ForwardArgs) {
   auto fixed = [&](auto tpr_constant) {
     constexpr int kTpr = decltype(tpr_constant)::value;
     if (tpr != kTpr) return;
-    constexpr int kMinBlocks = kTpr <= 320 ? 2 : 0;
-    kernel = &LeanRowKernel<T, kVec, kIters, kCenter, kTpr, 0, false, kMinBlocks, false>;
+    kernel = &LeanRowKernel<T, kVec, kIters, kCenter, kTpr, 0, false, 2, false>;
   };
-  ForEachRowWidth(std::integer_sequence<int, 288, 320, 352, 384, 416, 448, 480, 512>{}, fixed);
+  ForEachRowWidth(std::integer_sequence<int, 288, 320>{}, fixed);
   return kernel;
 }
 

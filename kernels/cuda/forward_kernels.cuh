@@ -188,12 +188,12 @@ __device__ __forceinline__ void RowStats(const float (&p)[ITERS][VEC], int tpr, 
 //  - kFloats: p = x + y as fp32 registers (p = x where there is no y);
 //  - kPacked (a launch with neither y nor residual_out, 16-bit storage): x as
 //    stored, in half the registers, converted where used: the same bits.
-//  - kStaged (plain fp32 rows of 8 vectors per thread, plain 16-bit RMSNorm
-//    rows of 8 vectors of 8 over 384 threads): x copied as stored into shared
-//    memory (cp.async) and read from there by each pass, so the registers no
-//    longer hold the row and more rows are in flight per SM
+//  - kStaged (plain fp32 rows of 8 vectors per thread): x copied as stored
+//    into shared memory (cp.async) and read from there by each pass, so the
+//    registers no longer hold the row and more rows are in flight per SM
 //    (forward_launch.cuh); each thread reads back only what it copied, with
-//    the same arithmetic: the same bits.
+//    the same arithmetic: the same bits. (Plain 16-bit rows so staged:
+//    StagedLongRowKernel, forward_staged.cuh.)
 //  - kStagedSum (fused fp32 rows of 8 vectors per thread): as kStaged, with
 //    y, loaded into registers while x lands, added into the copy (full rows
 //    store p from it right away, ForwardKernel's load_row). Its own
@@ -321,8 +321,8 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocks)
   constexpr bool kCanonical = ForwardCanonical<VEC, ITERS, kFull>();
   constexpr bool kPacked = kRow == RowStorage::kPacked;
   constexpr bool kStaged = kRow == RowStorage::kStaged || kRow == RowStorage::kStagedSum;
-  static_assert(!kStaged || (sizeof(T) * VEC == 16 && !kPreload),
-                "staged rows are rows of 16-byte vectors");
+  static_assert(!kStaged || (std::is_same_v<T, float> && VEC == 4 && !kPreload),
+                "staged rows are fp32 rows of 16-byte vectors");
   static_assert(kRow != RowStorage::kStagedSum || std::is_same_v<T, float>,
                 "p = x + y is staged as fp32");
   static_assert(!kPacked || sizeof(T) * VEC >= 8, "packed rows are 16- or 8-byte vectors");
@@ -612,12 +612,9 @@ __global__ void __launch_bounds__(kMaxThreads, kMinBlocks)
   // 534.1 -> 531.75. Staged LayerNorm rows (partial) and partial fused rows
   // keep 1: further ahead they lost (call C: LayerNorm 8192 x 12000 226.5 ->
   // 228.7 at 3, add + LayerNorm 408.9 -> 417.85 at 2), as did full fused rows
-  // at 3 (add + RMSNorm 8192 x 16384 527.25 -> 531.9). Staged 16-bit rows,
-  // of 8 values per vector, keep 1: at 3 RMSNorm took 114 registers (72 at 1).
+  // at 3 (add + RMSNorm 8192 x 16384 527.25 -> 531.9).
   constexpr bool kPrefetch = !kPreload && !kPacked && (ITERS * VEC <= 32 || kStaged);
-  constexpr int kAhead = kRow == RowStorage::kStaged && !kCenter && sizeof(T) == 4 ? 3
-                         : kStagedSumEarly                                         ? 2
-                                                                                   : 1;
+  constexpr int kAhead = kRow == RowStorage::kStaged && !kCenter ? 3 : kStagedSumEarly ? 2 : 1;
   constexpr int kSlots = kAhead + 1;
   // The output of vector `it` from its parameters w, b.
   auto store_output = [&](int it, int col, const float(&w)[VEC], const float(&b)[VEC]) {

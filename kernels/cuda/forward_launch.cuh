@@ -10,6 +10,7 @@
 #include "forward_instances.cuh"
 #include "forward_kernels.cuh"
 #include "forward_lean.cuh"
+#include "forward_staged.cuh"
 #include "launch.h"
 #include "row_layout.h"
 
@@ -33,22 +34,6 @@ inline bool LatencyBound(const RowLayout& layout, int64_t rows, int max_chunks) 
 // Plain fp32 rows of at least this many threads may take register-bounded
 // instances (LaunchForwardRegisters).
 inline constexpr int kTwoBlockRowThreads = 384;
-
-// Plain 16-bit RMSNorm rows of 8 vectors of 8 per thread over 384 threads
-// (hidden 22536-24576) are staged through shared memory (RowStorage::kStaged:
-// 72-73 registers and a 48 KiB copy of the row, two blocks per SM, where
-// LongFullRowInstance's 121 registers hold one). Measured on the H200 against
-// LongFullRowInstance (bench/results/gpu-2026-11-30-round64.md, table 3, call
-// D): bf16 RMSNorm 4096 x 24576 121.38 -> 116.84 us, 16384 x 24576 453.9 ->
-// 431.86, fp16 4096 x 24576 120.92 -> 117.15; beside Quack (table 4, call E)
-// 0.844 -> 0.880 of its speed. Staged RMSNorm rows of 288-320 and 448-512
-// threads lost by a sixth to a quarter (2048 x 32768 77.73 -> 101.34, 4096 x
-// 20480 87.89 -> 104.31), LayerNorm rows too but at 384-448 threads, about
-// even there (bf16 4096 x 24576 134.12 -> 132.83, fp16 130.98 -> 132.52, 4096
-// x 28672 147.49 -> 148.85); bounded to two 512-thread blocks (64 registers,
-// spills) every cell lost but the latency-bound. Those keep
-// LongFullRowInstance.
-inline constexpr int kStagedHalfRmsRowThreads = 384;
 
 // A register-kernel launch of the layout's instance (kernel choice below).
 template <typename T, int kVec, int kIters, bool kCenter>
@@ -184,8 +169,11 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
     }
   }
   if constexpr (sizeof(T) == 2 && kWide && kIters == 8) {
-    if (layout.spread == 0 && !preload && a.y == nullptr && a.residual_out == nullptr &&
-        (kCenter || layout.tpr != kStagedHalfRmsRowThreads)) {
+    if (layout.spread == 0 && !preload && a.y == nullptr && a.residual_out == nullptr) {
+      if (layout.tpr >= kStagedLongRowThreads) {  // forward_staged.cuh
+        return full ? LaunchStagedLongRow<T, kCenter, true>(a, layout.tpr, stream)
+                    : LaunchStagedLongRow<T, kCenter, false>(a, layout.tpr, stream);
+      }
       lean = LongFullRowInstance<T, kVec, kIters, kCenter>(layout.tpr);
     }
   }
@@ -271,14 +259,6 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
   // RMSNorm 4096 x 12288 200.5 -> 203.0, add + LayerNorm 201.7 -> 204.2) and
   // keep it. Not measured on the H100.
   bool staged = false;
-  if constexpr (sizeof(T) == 2 && kWide && kIters == 8 && !kCenter) {
-    if (layout.spread == 0 && !preload && a.y == nullptr && a.residual_out == nullptr &&
-        layout.tpr == kStagedHalfRmsRowThreads) {
-      staged = true;
-      kernel = full ? &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kStaged, true>
-                    : &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kStaged, false>;
-    }
-  }
   if constexpr (sizeof(T) == 4 && kWide && kIters == 8) {
     const bool fused = a.y != nullptr;
     if (!preload && layout.tpr >= kTwoBlockRowThreads) {

@@ -26,9 +26,9 @@
 //  - plain rows of half vectors (8 bytes), of 4, 8 or 16 per thread
 //    (LeanHalfInstance), and 16-bit ones of 16 per thread, which the layout
 //    streams (LongHalfRowInstance);
-//  - plain 16-bit rows of 8 vectors of 8 per thread, hidden 16392-32768
-//    (LongFullRowInstance; not latency-bound launches, not RMSNorm rows over
-//    384 threads, which are staged).
+//  - plain 16-bit rows of 8 vectors of 8 per thread over 288 or 320
+//    threads, hidden 16392-20480 (LongFullRowInstance; not latency-bound
+//    launches; over more threads StagedLongRowKernel, forward_staged.cuh).
 // The same arithmetic as ForwardKernel's instances of the row's other
 // layouts (CanonicalRowStats, or RowStatsOf for rows with bounds tests;
 // NormOutput), so the same bits (DeterminismTest, BoundsTestedRowsTest).

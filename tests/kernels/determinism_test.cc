@@ -241,9 +241,11 @@ TEST_P(DeterminismTest, FullRowsAreBitwiseIdenticalInSmallAndLargeLaunches) {
 // 3002, 4098, 10002, 12002 and 16382, their weight and bias loaded each way of
 // ParamLoads, LayerNorm rows of 3002 read-only from 2048 rows and of 10002
 // from 1024; 16-bit 4100, 12004 and, 16 per thread, 20004, 24572 and 28668)
-// or 16-bit rows of 8 vectors of 8 per thread (LongFullRowInstance: 16392,
-// 20480 and 32768, over 288, 320 and 512 threads, full rows too; RMSNorm rows
-// of 24576, over 384, staged through shared memory), must give the bits of
+// or 16-bit rows of 8 vectors of 8 per thread (LongFullRowInstance: 16392
+// and 20480, over 288 and 320 threads, full rows too; StagedLongRowKernel,
+// rows staged through shared memory: 22000, 22536, 24576, 30000 and 32768,
+// over 352, 384, 384, 480 and 512, bounds-tested and full), must give the
+// bits of
 // the same rows alone (ForwardKernel's latency-bound instances; at
 // 20004-28668 LongHalfRowInstance's or the stream's, which every launch of the
 // row takes).
@@ -281,7 +283,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(::testing::ValuesIn(BackendNames()), AllDTypes(),
                        ::testing::Values(514, 768, 1000, 1002, 1536, 2042, 3000, 3002, 4098, 4100,
                                          5000, 6000, 10002, 12000, 12002, 12004, 15000, 16382,
-                                         16392, 20004, 20480, 24572, 24576, 28668, 32768)),
+                                         16392, 20004, 20480, 22000, 22536, 24572, 24576, 28668,
+                                         30000, 32768)),
     SuiteParamName);
 
 TEST_P(DeterminismTest, BackwardRowsAndGradWeightAreBitwiseIdenticalAloneOrBatched) {

@@ -175,10 +175,11 @@ class ManyRowsTest : public BackendTest<DType, int64_t> {
 // 24572, 26620, 28668, 30716 and 32764, 16 per thread over 288-512 threads
 // (plain ones through LongHalfRowInstance, but LayerNorm ones over 352-480
 // threads and RMSNorm ones over 352, which stream as fused ones do). 16-bit
-// rows of 16392, 18432, 20000, 24576 and 32768: 8 vectors of 8 per thread over
-// 288, 288, 320, 384 and 512 threads (plain ones through LongFullRowInstance,
-// bounds-tested, bounded to two blocks per SM at 288 and 320; plain RMSNorm
-// rows of 24576 staged through shared memory, RowStorage::kStaged). Rows of
+// rows of 16392, 18432, 20000, 22000, 24576, 30000 and 32768: 8 vectors of 8
+// per thread over 288, 288, 320, 352, 384, 480 and 512 threads (plain ones
+// through LongFullRowInstance, bounds-tested, bounded to two blocks per SM, at
+// 288 and 320; over 352 and more through StagedLongRowKernel, staged through
+// shared memory, bounds-tested at 22000 and 30000). Rows of
 // 14501 (no whole vector: vec 1) are held 32 values per thread over 512
 // threads.
 class ManyRowsForwardTest : public ManyRowsTest {};
@@ -189,18 +190,17 @@ TEST_P(ManyRowsForwardTest, EveryRowMatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(
     Kernels, ManyRowsForwardTest,
-    ::testing::Combine(::testing::ValuesIn(BackendNames()), AllDTypes(),
-                       ::testing::Values(int64_t{512}, int64_t{2052}, int64_t{3072}, int64_t{4098},
-                                         int64_t{4100}, int64_t{5120}, int64_t{6144}, int64_t{7168},
-                                         int64_t{8190}, int64_t{10000}, int64_t{10002},
-                                         int64_t{12000}, int64_t{12004}, int64_t{12002},
-                                         int64_t{12288}, int64_t{14336}, int64_t{14500},
-                                         int64_t{14501}, int64_t{15000}, int64_t{15360},
-                                         int64_t{16382}, int64_t{16384}, int64_t{16388},
-                                         int64_t{16392}, int64_t{18432}, int64_t{20000},
-                                         int64_t{20004}, int64_t{22524}, int64_t{24572},
-                                         int64_t{24576}, int64_t{26620}, int64_t{28668},
-                                         int64_t{30716}, int64_t{32764}, int64_t{32768})),
+    ::testing::Combine(
+        ::testing::ValuesIn(BackendNames()), AllDTypes(),
+        ::testing::Values(int64_t{512}, int64_t{2052}, int64_t{3072}, int64_t{4098}, int64_t{4100},
+                          int64_t{5120}, int64_t{6144}, int64_t{7168}, int64_t{8190},
+                          int64_t{10000}, int64_t{10002}, int64_t{12000}, int64_t{12004},
+                          int64_t{12002}, int64_t{12288}, int64_t{14336}, int64_t{14500},
+                          int64_t{14501}, int64_t{15000}, int64_t{15360}, int64_t{16382},
+                          int64_t{16384}, int64_t{16388}, int64_t{16392}, int64_t{18432},
+                          int64_t{20000}, int64_t{20004}, int64_t{22000}, int64_t{22524},
+                          int64_t{24572}, int64_t{24576}, int64_t{26620}, int64_t{28668},
+                          int64_t{30000}, int64_t{30716}, int64_t{32764}, int64_t{32768})),
     SuiteParamName);
 
 // Short rows in launches of so many rows that the CUDA forward is not

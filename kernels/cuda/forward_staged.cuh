@@ -1,0 +1,121 @@
+// Plain 16-bit rows of 8 vectors of 8 per thread over kStagedLongRowThreads
+// threads or more (hidden 20488-32768), in launches that are not
+// latency-bound: one row per block, x copied into shared memory as stored
+// (cp.async) and read from there by each pass, so that a thread's registers
+// hold no row (32-36 registers, 56-62 with bounds tests, where
+// LongFullRowInstance's 117-127 held one block per SM): at a 44-64 KiB copy of
+// the row, two to four rows in flight per SM. Each thread copies and reads
+// back only its own vectors: no block barrier. The same arithmetic as
+// ForwardKernel's and LongFullRowInstance's (RowStatsOf over the same
+// columns, NormOutput), so the same bits as the latency-bound launches, which
+// keep ForwardKernel's preload instance.
+#ifndef NORMSERVE_KERNELS_CUDA_FORWARD_STAGED_CUH_
+#define NORMSERVE_KERNELS_CUDA_FORWARD_STAGED_CUH_
+
+#include <utility>
+
+#include "async_copy.cuh"
+#include "forward_instances.cuh"
+#include "forward_kernels.cuh"
+#include "launch.h"
+#include "row_layout.h"
+
+namespace normserve::kernels::cuda {
+
+// Measured on the H200 against LongFullRowInstance (and ForwardKernel's
+// staged instance, RMSNorm rows over 384 threads) (bench/results/
+// gpu-2026-12-01-round65.md, table 2, call C), bf16 RMSNorm: 4096 x 22528
+// 117.34 -> 98.99 us, 8192 x 22000 227.10 -> 193.68, 4096 x 24576 117.84 ->
+// 105.36, 4096 x 28672 132.99 -> 123.34, 2048 x 32768 78.28 -> 73.11, 300 x
+// 32768 21.96 -> 16.26; LayerNorm 4096 x 22528 133.96 -> 99.53, 4096 x 24576
+// 134.59 -> 107.01, 2048 x 32768 85.41 -> 75.15; fp16 alike; bounds-tested
+// rows over 480-512 threads about even in RMSNorm (2048 x 30000 75.79 ->
+// 75.36, 2048 x 32000 77.08 -> 76.70), faster in LayerNorm (88.66 -> 81.48).
+// Rows over 288-320 threads lost so (table 1, call A): RMSNorm 4096 x 20480
+// 88.31 -> 89.16, LayerNorm 89.10 -> 96.73; 8192 x 16392 138.06 -> 157.99
+// and 145.95 -> 180.44. A cluster of two blocks per row (GroupSum through
+// distributed shared memory, as Quack runs these rows) measured between the
+// two (RMSNorm 4096 x 24576 109.98, 2048 x 32768 76.59; 4096 x 20480 94.83).
+inline constexpr int kStagedLongRowThreads = 352;
+
+template <typename T, int VEC, int ITERS, bool kCenter, int kTpr, bool kFull>
+__global__ void __launch_bounds__(kTpr) StagedLongRowKernel(const ForwardArgs a) {
+  static_assert(sizeof(T) * VEC == 16, "cp.async moves 16-byte vectors");
+  extern __shared__ __align__(16) unsigned char staged_bytes[];
+  __shared__ float scratch_buffers[GroupScratch::kFloats];
+  GroupScratch scratch{scratch_buffers};
+  const int t = static_cast<int>(threadIdx.x);
+  const int64_t row = blockIdx.x;
+  const int d = static_cast<int>(a.hidden);
+  const int64_t base = row * a.hidden;
+  const T* x = static_cast<const T*>(a.x) + base;
+  auto column = [&](int it) { return (it * kTpr + t) * VEC; };
+  auto inside = [&](int it) { return kFull || column(it) < d; };
+  // The thread's vector `it` in the copy (past the row's end: zeros).
+  T* const copy = reinterpret_cast<T*>(staged_bytes);
+  auto slot = [&](int it) { return copy + column(it); };
+#pragma unroll
+  for (int it = 0; it < ITERS; ++it) {
+    CpAsync16(slot(it), inside(it) ? x + column(it) : x, inside(it));
+  }
+  CpAsyncCommit();
+  CpAsyncWait<0>();
+  auto load = [&](int it, float(&v)[VEC]) { LoadFloats(slot(it), v); };
+  float mean, rstd;
+  RowStatsOf<kCenter, VEC, ITERS, kFull>(load, kTpr, t, d, a.norm, scratch, mean, rstd);
+  const float mul = rstd * a.norm.scale;
+  // Each vector's weight and bias loaded one vector ahead, through the
+  // read-only path (the registers the row no longer takes hold them).
+  const T* weight = static_cast<const T*>(a.weight);
+  const T* bias = static_cast<const T*>(a.bias);
+  T* const out = static_cast<T*>(a.out) + base;
+  float w[2][VEC], b[2][VEC];
+  auto load_params = [&](int it) {
+    const int col = inside(it) ? column(it) : 0;
+    LoadParam<true>(weight, col, 1.0f, w[it & 1]);
+    LoadParam<true>(bias, col, 0.0f, b[it & 1]);
+  };
+  load_params(0);
+#pragma unroll
+  for (int it = 0; it < ITERS; ++it) {
+    if (it + 1 < ITERS) load_params(it + 1);
+    if (!inside(it)) continue;
+    float v[VEC], o[VEC];
+    load(it, v);
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) o[i] = NormOutput(v[i], mean, mul, w[it & 1][i], b[it & 1][i]);
+    StoreFloats(out + column(it), o);
+  }
+  if (t == 0) StoreRowStats(a, row, mean, rstd);
+}
+
+// Launches StagedLongRowKernel for a plain 16-bit row of 8 vectors of 8 over
+// `tpr` threads; cudaErrorNotSupported where it does not take the row (fewer
+// than kStagedLongRowThreads threads).
+template <typename T, bool kCenter, bool kFull>
+cudaError_t LaunchStagedLongRow(const ForwardArgs& a, int tpr, cudaStream_t stream) {
+  static_assert(sizeof(T) == 2, "16-bit rows");
+  cudaError_t result = cudaErrorNotSupported;
+  auto fixed = [&](auto tpr_constant) {
+    constexpr int kTpr = decltype(tpr_constant)::value;
+    if (tpr != kTpr) return;
+    auto* kernel = &StagedLongRowKernel<T, 8, 8, kCenter, kTpr, kFull>;
+    const size_t bytes = sizeof(T) * 8 * 8 * kTpr;
+    result = AllowDynamicShared(kernel, bytes);
+    if (result == cudaSuccess) {
+      result = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                    cudaSharedmemCarveoutMaxShared);
+    }
+    if (result == cudaSuccess) {
+      kernel<<<static_cast<unsigned>(a.rows), kTpr, bytes, stream>>>(a);
+      result = cudaGetLastError();
+    }
+  };
+  static_assert(kStagedLongRowThreads == 352, "the widths below start there");
+  ForEachRowWidth(std::integer_sequence<int, 352, 384, 416, 448, 480, 512>{}, fixed);
+  return result;
+}
+
+}  // namespace normserve::kernels::cuda
+
+#endif  // NORMSERVE_KERNELS_CUDA_FORWARD_STAGED_CUH_
