@@ -3,8 +3,8 @@
 // latency-bound: one row per block, x copied into shared memory as stored
 // (cp.async) and read from there by each pass, so that a thread's registers
 // hold no row (32-36 registers, 56-62 with bounds tests, where
-// LongFullRowInstance's 117-127 held one block per SM): at a 44-64 KiB copy of
-// the row, two to four rows in flight per SM. Each thread copies and reads
+// LongFullRowInstance's 117-127 held one block per SM): with a 44-64 KiB copy
+// of the row, several rows are in flight per SM. Each thread copies and reads
 // back only its own vectors: no block barrier. The same arithmetic as
 // ForwardKernel's and LongFullRowInstance's (RowStatsOf over the same
 // columns, NormOutput), so the same bits as the latency-bound launches, which

@@ -245,8 +245,7 @@ TEST_P(DeterminismTest, FullRowsAreBitwiseIdenticalInSmallAndLargeLaunches) {
 // and 20480, over 288 and 320 threads, full rows too; StagedLongRowKernel,
 // rows staged through shared memory: 22000, 22536, 24576, 30000 and 32768,
 // over 352, 384, 384, 480 and 512, bounds-tested and full), must give the
-// bits of
-// the same rows alone (ForwardKernel's latency-bound instances; at
+// bits of the same rows alone (ForwardKernel's latency-bound instances; at
 // 20004-28668 LongHalfRowInstance's or the stream's, which every launch of the
 // row takes).
 // LayerNorm and RMSNorm, whole and partial statistics, with and without weight

@@ -179,9 +179,8 @@ class ManyRowsTest : public BackendTest<DType, int64_t> {
 // per thread over 288, 288, 320, 352, 384, 480 and 512 threads (plain ones
 // through LongFullRowInstance, bounds-tested, bounded to two blocks per SM, at
 // 288 and 320; over 352 and more through StagedLongRowKernel, staged through
-// shared memory, bounds-tested at 22000 and 30000). Rows of
-// 14501 (no whole vector: vec 1) are held 32 values per thread over 512
-// threads.
+// shared memory, bounds-tested at 22000 and 30000). Rows of 14501 (no whole
+// vector: vec 1) are held 32 values per thread over 512 threads.
 class ManyRowsForwardTest : public ManyRowsTest {};
 
 TEST_P(ManyRowsForwardTest, EveryRowMatchesReference) {
