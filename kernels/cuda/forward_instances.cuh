@@ -473,30 +473,19 @@ auto* LeanFusedInstance(const ForwardArgs& a, int tpr, int threads, int64_t bloc
 
 // The LeanRowKernel instance for a plain 16-bit row of half vectors that the
 // layout streams (ForwardStreamKernel: 8 per thread would take more than 512
-// threads) and 16 per thread hold in one block, one row per block, or null:
-// rows with y or residual_out, rows over 352 threads, and LayerNorm rows over
-// 384-480 threads. Every launch of such a row takes it, whatever its rows, so
-// a row's bits do not depend on the launch. Measured on the H200 against the
-// stream
-// (bench/results/gpu-2026-11-30-round62.md, table 6, call F): rows over 288
-// and 320 threads (hidden 16388-20476) bounded to two blocks per SM (96
-// registers, where 100-128 held one block), bf16 RMSNorm 8192 x 16388 157.8
-// -> 144.65 us, 2048 x 20004 60.45 -> 51.6, LayerNorm 191.45 -> 160.15 and
-// 68.55 -> 59.2, fp16 RMSNorm 8192 x 16388 153.45 -> 142.8; 512 x 20004 and
-// 64 x 20004 even. Rows of 512 threads (hidden 30724-32764), which bounded
-// spill, unbounded: RMSNorm 1024 x 32764 62.3 -> 54.25, 2048 x 32764 107.65
-// -> 91.65, LayerNorm 70.75 -> 66.4 and 123.55 -> 118.5. Beside Quack (table
-// 7, call G), bf16 RMSNorm 8192 x 16388 1.008 of its speed (0.920 streamed),
-// 2048 x 20004 0.950 (0.829), 2048 x 32764 0.779 (0.687); LayerNorm 1.398,
-// 1.150, 1.135. RMSNorm rows over 384-480 threads (hidden 22532-30716)
-// unbounded too (round63.md, table 2, call A): bf16 4096 x 24572 133.33 ->
-// 129.57, 4096 x 26620 147.13 -> 136.18, 4096 x 28668 162.34 -> 142.69, 4096
-// x 30716 178.37 -> 152.53, 1024 x 28668 52.35 -> 46.58, 16384 x 24572 492.24
-// -> 475.64, fp16 4096 x 28668 159.79 -> 142.27; beside Quack (table 3, call
-// B) 4096 x 24572 0.807 -> 0.847, 4096 x 28668 0.800 -> 0.929. Over 352
-// threads they lost (4096 x 22524 120.39 -> 125.14), and LayerNorm rows over
-// 352-480 every time (4096 x 24572 152.48 -> 171.73, 4096 x 30716 204.74 ->
-// 209.25): these stream.
+// threads) and 16 per thread hold over 288 or 320 threads (hidden
+// 16388-20476), one row per block, bounded to two blocks per SM (96
+// registers, where 100-128 held one block), or null; `tpr` is set for every
+// plain row that 16 per thread hold in one block (rows over
+// kStagedLongRowThreads threads or more take StagedLongRowKernel,
+// forward_staged.cuh). Every launch of such a row takes it, whatever its
+// rows, so a row's bits do not depend on the launch. Measured on the H200
+// against the stream (bench/results/gpu-2026-11-30-round62.md, table 6, call
+// F): bf16 RMSNorm 8192 x 16388 157.8 -> 144.65 us, 2048 x 20004 60.45 ->
+// 51.6, LayerNorm 191.45 -> 160.15 and 68.55 -> 59.2, fp16 RMSNorm 8192 x
+// 16388 153.45 -> 142.8; 512 x 20004 and 64 x 20004 even. Beside Quack
+// (table 7, call G), bf16 RMSNorm 8192 x 16388 1.008 of its speed (0.920
+// streamed), 2048 x 20004 0.950 (0.829); LayerNorm 1.398, 1.150.
 template <typename T, bool kCenter>
 auto LongHalfRowInstance(const ForwardArgs& a, int& tpr) -> void (*)(int, ForwardArgs) {
   static_assert(sizeof(T) == 2, "16-bit rows");
@@ -506,17 +495,7 @@ auto LongHalfRowInstance(const ForwardArgs& a, int& tpr) -> void (*)(int, Forwar
   tpr = static_cast<int>(threads);
   if (tpr == 288) return &LeanRowKernel<T, 4, 16, kCenter, 288, 0, false, 2, false>;
   if (tpr == 320) return &LeanRowKernel<T, 4, 16, kCenter, 320, 0, false, 2, false>;
-  void (*kernel)(int, ForwardArgs) = nullptr;
-  auto unbounded = [&](auto tpr_constant) {
-    constexpr int kTpr = decltype(tpr_constant)::value;
-    if (tpr == kTpr) kernel = &LeanRowKernel<T, 4, 16, kCenter, kTpr, 0, false, 0, false>;
-  };
-  if constexpr (kCenter) {
-    ForEachRowWidth(std::integer_sequence<int, 512>{}, unbounded);
-  } else {
-    ForEachRowWidth(std::integer_sequence<int, 384, 416, 448, 480, 512>{}, unbounded);
-  }
-  return kernel;
+  return nullptr;
 }
 
 }  // namespace normserve::kernels::cuda

@@ -171,8 +171,8 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
   if constexpr (sizeof(T) == 2 && kWide && kIters == 8) {
     if (layout.spread == 0 && !preload && a.y == nullptr && a.residual_out == nullptr) {
       if (layout.tpr >= kStagedLongRowThreads) {  // forward_staged.cuh
-        return full ? LaunchStagedLongRow<T, kCenter, true>(a, layout.tpr, stream)
-                    : LaunchStagedLongRow<T, kCenter, false>(a, layout.tpr, stream);
+        return full ? LaunchStagedLongRow<T, kVec, kCenter, true>(a, layout.tpr, stream)
+                    : LaunchStagedLongRow<T, kVec, kCenter, false>(a, layout.tpr, stream);
       }
       lean = LongFullRowInstance<T, kVec, kIters, kCenter>(layout.tpr);
     }
@@ -289,16 +289,9 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
                               : staged ? sizeof(T) * rows * padded
                                        : 0;
   if (shared_bytes > 0) {
-    if (const cudaError_t err = AllowDynamicShared(kernel, shared_bytes); err != cudaSuccess) {
-      return err;
-    }
-  }
-  if (staged) {
-    if (const cudaError_t err = cudaFuncSetAttribute(
-            kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
-        err != cudaSuccess) {
-      return err;
-    }
+    const cudaError_t err =
+        staged ? AllowStagedShared(kernel, shared_bytes) : AllowDynamicShared(kernel, shared_bytes);
+    if (err != cudaSuccess) return err;
   }
   kernel<<<static_cast<unsigned>(blocks), layout.threads(), shared_bytes, stream>>>(
       layout.tpr, layout.rows_per_cta, layout.spread, preload && 2 * blocks <= max_chunks,
@@ -318,6 +311,9 @@ cudaError_t LaunchForwardLayout(const ForwardArgs& a, const RowLayout& layout,
         if (auto* lean = LongHalfRowInstance<T, kCenter>(a, tpr)) {
           lean<<<static_cast<unsigned>(a.rows), tpr, 0, stream>>>(1, a);
           return cudaGetLastError();
+        }
+        if (tpr >= kStagedLongRowThreads) {  // plain rows staged: forward_staged.cuh
+          return LaunchStagedLongRow<T, kVec, kCenter, false>(a, tpr, stream);
         }
       }
       ForwardStreamKernel<T, kVec><<<static_cast<unsigned>(a.rows), kMaxThreads, 0, stream>>>(a);

@@ -24,8 +24,9 @@
 //    vectors per thread with bounds tests (kFull = false;
 //    LaunchForwardRegisters);
 //  - plain rows of half vectors (8 bytes), of 4, 8 or 16 per thread
-//    (LeanHalfInstance), and 16-bit ones of 16 per thread, which the layout
-//    streams (LongHalfRowInstance);
+//    (LeanHalfInstance), and 16-bit ones of 16 per thread over 288 or 320
+//    threads, which the layout streams (LongHalfRowInstance; over more
+//    threads StagedLongRowKernel);
 //  - plain 16-bit rows of 8 vectors of 8 per thread over 288 or 320
 //    threads, hidden 16392-20480 (LongFullRowInstance; not latency-bound
 //    launches; over more threads StagedLongRowKernel, forward_staged.cuh).

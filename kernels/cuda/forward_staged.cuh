@@ -1,8 +1,9 @@
-// Plain 16-bit rows of 8 vectors of 8 per thread over kStagedLongRowThreads
-// threads or more (hidden 20488-32768), in launches that are not
-// latency-bound: one row per block, x copied into shared memory as stored
-// (cp.async) and read from there by each pass, so that a thread's registers
-// hold no row (32-36 registers, 56-62 with bounds tests, where
+// Plain 16-bit rows of 64 values per thread over kStagedLongRowThreads
+// threads or more, in launches that are not latency-bound: rows of 8 vectors
+// of 8 (hidden 20488-32768), and rows of 16 half vectors (hidden 20484-32764,
+// not a multiple of 8; every launch of these). One row per block, x copied
+// into shared memory as stored (cp.async) and read from there by each pass,
+// so that a thread's registers hold no row (32-39 registers, where
 // LongFullRowInstance's 117-127 held one block per SM): with a 44-64 KiB copy
 // of the row, several rows are in flight per SM. Each thread copies and reads
 // back only its own vectors: no block barrier. The same arithmetic as
@@ -38,9 +39,17 @@ namespace normserve::kernels::cuda {
 // two (RMSNorm 4096 x 24576 109.98, 2048 x 32768 76.59; 4096 x 20480 94.83).
 inline constexpr int kStagedLongRowThreads = 352;
 
+// The vectors per thread that lie inside every row whose layout spreads ITERS
+// per thread over `tpr` threads: the layout takes the fewest warps that hold
+// the row (ThreadsFor), so the row has more than (tpr - 32) * ITERS vectors.
+__host__ __device__ constexpr int StagedSureIters(int tpr, int iters) {
+  return (tpr - 32) * iters / tpr;
+}
+
 template <typename T, int VEC, int ITERS, bool kCenter, int kTpr, bool kFull>
 __global__ void __launch_bounds__(kTpr) StagedLongRowKernel(const ForwardArgs a) {
-  static_assert(sizeof(T) * VEC == 16, "cp.async moves 16-byte vectors");
+  constexpr int kVectorBytes = sizeof(T) * VEC;
+  static_assert(kVectorBytes == 16 || kVectorBytes == 8, "cp.async moves whole vectors");
   extern __shared__ __align__(16) unsigned char staged_bytes[];
   __shared__ float scratch_buffers[GroupScratch::kFloats];
   GroupScratch scratch{scratch_buffers};
@@ -50,13 +59,16 @@ __global__ void __launch_bounds__(kTpr) StagedLongRowKernel(const ForwardArgs a)
   const int64_t base = row * a.hidden;
   const T* x = static_cast<const T*>(a.x) + base;
   auto column = [&](int it) { return (it * kTpr + t) * VEC; };
-  auto inside = [&](int it) { return kFull || column(it) < d; };
+  // Only a thread's last vectors may lie past the row's end (StagedSureIters):
+  // bounds tests on the others took rows of 8 vectors to 50-62 registers.
+  constexpr int kSure = StagedSureIters(kTpr, ITERS);
+  auto inside = [&](int it) { return kFull || it < kSure || column(it) < d; };
   // The thread's vector `it` in the copy (past the row's end: zeros).
   T* const copy = reinterpret_cast<T*>(staged_bytes);
   auto slot = [&](int it) { return copy + column(it); };
 #pragma unroll
   for (int it = 0; it < ITERS; ++it) {
-    CpAsync16(slot(it), inside(it) ? x + column(it) : x, inside(it));
+    CpAsync<kVectorBytes>(slot(it), inside(it) ? x + column(it) : x, inside(it));
   }
   CpAsyncCommit();
   CpAsyncWait<0>();
@@ -65,13 +77,16 @@ __global__ void __launch_bounds__(kTpr) StagedLongRowKernel(const ForwardArgs a)
   RowStatsOf<kCenter, VEC, ITERS, kFull>(load, kTpr, t, d, a.norm, scratch, mean, rstd);
   const float mul = rstd * a.norm.scale;
   // Each vector's weight and bias loaded one vector ahead, through the
-  // read-only path (the registers the row no longer takes hold them).
+  // read-only path (the registers the row no longer takes hold them). A
+  // vector past the row's end is formed too, from zeros and the row's last
+  // parameters, and not stored: loads under the bounds test instead took the
+  // instances to 50-60 registers.
   const T* weight = static_cast<const T*>(a.weight);
   const T* bias = static_cast<const T*>(a.bias);
   T* const out = static_cast<T*>(a.out) + base;
   float w[2][VEC], b[2][VEC];
   auto load_params = [&](int it) {
-    const int col = inside(it) ? column(it) : 0;
+    const int col = inside(it) ? column(it) : d - VEC;
     LoadParam<true>(weight, col, 1.0f, w[it & 1]);
     LoadParam<true>(bias, col, 0.0f, b[it & 1]);
   };
@@ -79,33 +94,31 @@ __global__ void __launch_bounds__(kTpr) StagedLongRowKernel(const ForwardArgs a)
 #pragma unroll
   for (int it = 0; it < ITERS; ++it) {
     if (it + 1 < ITERS) load_params(it + 1);
-    if (!inside(it)) continue;
     float v[VEC], o[VEC];
     load(it, v);
 #pragma unroll
     for (int i = 0; i < VEC; ++i) o[i] = NormOutput(v[i], mean, mul, w[it & 1][i], b[it & 1][i]);
-    StoreFloats(out + column(it), o);
+    if (inside(it)) StoreFloats(out + column(it), o);
   }
   if (t == 0) StoreRowStats(a, row, mean, rstd);
 }
 
-// Launches StagedLongRowKernel for a plain 16-bit row of 8 vectors of 8 over
-// `tpr` threads; cudaErrorNotSupported where it does not take the row (fewer
-// than kStagedLongRowThreads threads).
-template <typename T, bool kCenter, bool kFull>
+// Launches StagedLongRowKernel for a plain 16-bit row of 64 values per thread
+// in vectors of VEC over `tpr` threads; cudaErrorNotSupported where it does
+// not take the row (fewer than kStagedLongRowThreads threads).
+template <typename T, int VEC, bool kCenter, bool kFull>
 cudaError_t LaunchStagedLongRow(const ForwardArgs& a, int tpr, cudaStream_t stream) {
   static_assert(sizeof(T) == 2, "16-bit rows");
+  constexpr int kIters = 64 / VEC;  // 64 values per thread
   cudaError_t result = cudaErrorNotSupported;
   auto fixed = [&](auto tpr_constant) {
     constexpr int kTpr = decltype(tpr_constant)::value;
     if (tpr != kTpr) return;
-    auto* kernel = &StagedLongRowKernel<T, 8, 8, kCenter, kTpr, kFull>;
-    const size_t bytes = sizeof(T) * 8 * 8 * kTpr;
-    result = AllowDynamicShared(kernel, bytes);
-    if (result == cudaSuccess) {
-      result = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                    cudaSharedmemCarveoutMaxShared);
-    }
+    auto* kernel = &StagedLongRowKernel<T, VEC, kIters, kCenter, kTpr, kFull>;
+    const size_t bytes = sizeof(T) * 64 * kTpr;
+    const int64_t sure = int64_t{StagedSureIters(kTpr, kIters)} * kTpr * VEC;
+    result = kFull || a.hidden >= sure ? AllowStagedShared(kernel, bytes)
+                                       : cudaErrorInvalidConfiguration;
     if (result == cudaSuccess) {
       kernel<<<static_cast<unsigned>(a.rows), kTpr, bytes, stream>>>(a);
       result = cudaGetLastError();

@@ -269,6 +269,16 @@ cudaError_t AllowDynamicShared(Kernel* kernel, size_t bytes) {
                               static_cast<int>(bytes));
 }
 
+// AllowDynamicShared for a kernel that stages rows through shared memory, and
+// the largest shared-memory carveout (L1 gives way), so that several blocks'
+// copies fit an SM.
+template <typename Kernel>
+cudaError_t AllowStagedShared(Kernel* kernel, size_t bytes) {
+  if (const cudaError_t err = AllowDynamicShared(kernel, bytes); err != cudaSuccess) return err;
+  return cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                              cudaSharedmemCarveoutMaxShared);
+}
+
 // The configuration of a 1-D launch of `clusters` clusters of `ctas` blocks
 // each (for cudaLaunchKernelEx and cudaOccupancyMaxActiveClusters). Not
 // copyable: `config` points at `cluster`.
