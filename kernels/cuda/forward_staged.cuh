@@ -5,14 +5,16 @@
 // into shared memory as stored (cp.async) and read from there by each pass,
 // so that a thread's registers hold no row (32-39 registers, where
 // LongFullRowInstance's 117-127 held one block per SM): with a 44-64 KiB copy
-// of the row, several rows are in flight per SM. Each thread copies and reads
-// back only its own vectors: no block barrier. The same arithmetic as
+// of the row, several rows are in flight per SM. In rows of 16-byte vectors
+// each thread copies and reads back only its own vectors (no block barrier);
+// rows of half vectors are copied in 16-byte pieces. The same arithmetic as
 // ForwardKernel's and LongFullRowInstance's (RowStatsOf over the same
 // columns, NormOutput), so the same bits as the latency-bound launches, which
 // keep ForwardKernel's preload instance.
 #ifndef NORMSERVE_KERNELS_CUDA_FORWARD_STAGED_CUH_
 #define NORMSERVE_KERNELS_CUDA_FORWARD_STAGED_CUH_
 
+#include <cstdint>
 #include <utility>
 
 #include "async_copy.cuh"
@@ -41,7 +43,8 @@ inline constexpr int kStagedLongRowThreads = 352;
 
 // The vectors per thread that lie inside every row whose layout spreads ITERS
 // per thread over `tpr` threads: the layout takes the fewest warps that hold
-// the row (ThreadsFor), so the row has more than (tpr - 32) * ITERS vectors.
+// the row (ThreadsFor), so the row has more than (tpr - 32) * ITERS vectors
+// (of 64 values per thread: hidden > (tpr - 32) * 64).
 __host__ __device__ constexpr int StagedSureIters(int tpr, int iters) {
   return (tpr - 32) * iters / tpr;
 }
@@ -63,16 +66,55 @@ __global__ void __launch_bounds__(kTpr) StagedLongRowKernel(const ForwardArgs a)
   // bounds tests on the others took rows of 8 vectors to 50-62 registers.
   constexpr int kSure = StagedSureIters(kTpr, ITERS);
   auto inside = [&](int it) { return kFull || it < kSure || column(it) < d; };
-  // The thread's vector `it` in the copy (past the row's end: zeros).
-  T* const copy = reinterpret_cast<T*>(staged_bytes);
-  auto slot = [&](int it) { return copy + column(it); };
+  T* copy = reinterpret_cast<T*>(staged_bytes);
+  if constexpr (kVectorBytes == 16) {
+    // Each thread copies its own vectors (past the row's end: zeros).
 #pragma unroll
-  for (int it = 0; it < ITERS; ++it) {
-    CpAsync<kVectorBytes>(slot(it), inside(it) ? x + column(it) : x, inside(it));
+    for (int it = 0; it < ITERS; ++it) {
+      CpAsync16(copy + column(it), inside(it) ? x + column(it) : x, inside(it));
+    }
+    CpAsyncCommit();
+    CpAsyncWait<0>();
+  } else {
+    // Rows of half vectors (hidden 4 mod 8) start 8 bytes off a 16-byte
+    // boundary every other row. The block copies the row in 16-byte pieces,
+    // the copy shifted by the row's offset so that the boundaries in global
+    // and shared memory meet, and its one 8-byte piece (the head or the tail)
+    // apart; then a barrier, since threads read pieces others copied.
+    const int shift = static_cast<int>(reinterpret_cast<uintptr_t>(x) & 15);  // 0 or 8
+    copy = reinterpret_cast<T*>(staged_bytes + shift);
+    const int bytes = static_cast<int>(sizeof(T)) * d;
+    const int head = shift == 0 ? 0 : 16 - shift;
+    const int pieces = (bytes - head) / 16;
+    const char* src = reinterpret_cast<const char*>(x) + head;
+    char* dst = reinterpret_cast<char*>(copy) + head;
+    // At least 8 * (kTpr - 32) pieces (the row has more than kTpr - 32
+    // threads' worth of 64 values): only the last may lie past them.
+    constexpr int kSurePieces = StagedSureIters(kTpr, ITERS / 2);
+#pragma unroll
+    for (int i = 0; i < ITERS / 2; ++i) {
+      const int piece = i * kTpr + t;
+      if (i < kSurePieces || piece < pieces) {
+        CpAsync16Shared(SharedAddress(dst + 16 * piece), src + 16 * piece);
+      }
+    }
+    if (t == 0 && head > 0) CpAsync<8>(copy, x, true);
+    const int rest = bytes - head - 16 * pieces;  // 0 or 8
+    if (t == kTpr - 1 && rest > 0) {
+      CpAsync<8>(dst + 16 * pieces, src + 16 * pieces, true);
+    }
+    CpAsyncCommit();
+    CpAsyncWait<0>();
+    __syncthreads();
   }
-  CpAsyncCommit();
-  CpAsyncWait<0>();
-  auto load = [&](int it, float(&v)[VEC]) { LoadFloats(slot(it), v); };
+  auto load = [&](int it, float(&v)[VEC]) {
+    if (kVectorBytes == 8 && !inside(it)) {  // not copied
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) v[i] = 0.0f;
+    } else {
+      LoadFloats(copy + column(it), v);
+    }
+  };
   float mean, rstd;
   RowStatsOf<kCenter, VEC, ITERS, kFull>(load, kTpr, t, d, a.norm, scratch, mean, rstd);
   const float mul = rstd * a.norm.scale;
@@ -116,9 +158,9 @@ cudaError_t LaunchStagedLongRow(const ForwardArgs& a, int tpr, cudaStream_t stre
     if (tpr != kTpr) return;
     auto* kernel = &StagedLongRowKernel<T, VEC, kIters, kCenter, kTpr, kFull>;
     const size_t bytes = sizeof(T) * 64 * kTpr;
-    const int64_t sure = int64_t{StagedSureIters(kTpr, kIters)} * kTpr * VEC;
-    result = kFull || a.hidden >= sure ? AllowStagedShared(kernel, bytes)
-                                       : cudaErrorInvalidConfiguration;
+    // The row takes kTpr threads (StagedSureIters' premise).
+    result = a.hidden > int64_t{kTpr - 32} * 64 ? AllowStagedShared(kernel, bytes)
+                                                : cudaErrorInvalidConfiguration;
     if (result == cudaSuccess) {
       kernel<<<static_cast<unsigned>(a.rows), kTpr, bytes, stream>>>(a);
       result = cudaGetLastError();
