@@ -473,11 +473,11 @@ auto* LeanFusedInstance(const ForwardArgs& a, int tpr, int threads, int64_t bloc
 
 // The LeanRowKernel instance for a plain 16-bit row of half vectors that the
 // layout streams (ForwardStreamKernel: 8 per thread would take more than 512
-// threads) and 16 per thread hold over 288 or 320 threads (hidden
-// 16388-20476), one row per block, bounded to two blocks per SM (96
+// threads) and 16 per thread hold over 288 threads, or RMSNorm rows over 320
+// (hidden 16388-20476), one row per block, bounded to two blocks per SM (96
 // registers, where 100-128 held one block), or null; `tpr` is set for every
-// plain row that 16 per thread hold in one block (rows over
-// kStagedLongRowThreads threads or more take StagedLongRowKernel,
+// plain row that 16 per thread hold in one block (the longer rows, and
+// LayerNorm rows over 320 threads, take StagedLongRowKernel,
 // forward_staged.cuh). Every launch of such a row takes it, whatever its
 // rows, so a row's bits do not depend on the launch. Measured on the H200
 // against the stream (bench/results/gpu-2026-11-30-round62.md, table 6, call
@@ -494,7 +494,9 @@ auto LongHalfRowInstance(const ForwardArgs& a, int& tpr) -> void (*)(int, Forwar
   if (threads > kMaxThreads) return nullptr;
   tpr = static_cast<int>(threads);
   if (tpr == 288) return &LeanRowKernel<T, 4, 16, kCenter, 288, 0, false, 2, false>;
-  if (tpr == 320) return &LeanRowKernel<T, 4, 16, kCenter, 320, 0, false, 2, false>;
+  if constexpr (!kCenter) {
+    if (tpr == 320) return &LeanRowKernel<T, 4, 16, kCenter, 320, 0, false, 2, false>;
+  }
   return nullptr;
 }
 

@@ -312,7 +312,8 @@ cudaError_t LaunchForwardLayout(const ForwardArgs& a, const RowLayout& layout,
           lean<<<static_cast<unsigned>(a.rows), tpr, 0, stream>>>(1, a);
           return cudaGetLastError();
         }
-        if (tpr >= kStagedLongRowThreads) {  // plain rows staged: forward_staged.cuh
+        if (tpr >= (kCenter ? kStagedHalfLayerNormThreads : kStagedLongRowThreads)) {
+          // plain rows staged: forward_staged.cuh
           return LaunchStagedLongRow<T, kVec, kCenter, false>(a, tpr, stream);
         }
       }

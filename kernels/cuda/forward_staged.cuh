@@ -39,7 +39,30 @@ namespace normserve::kernels::cuda {
 // and 145.95 -> 180.44. A cluster of two blocks per row (GroupSum through
 // distributed shared memory, as Quack runs these rows) measured between the
 // two (RMSNorm 4096 x 24576 109.98, 2048 x 32768 76.59; 4096 x 20480 94.83).
+// Bounds tests on a thread's last vectors only (StagedSureIters), the vector
+// past the row's end formed and not stored: 50-62 -> 33-40 registers, three
+// 512-thread blocks per SM where two fit. Measured on the H200
+// (gpu-2026-12-01-round66.md, table 1, call A), bf16 bounds-tested rows:
+// RMSNorm 2048 x 30000 74.95 -> 69.65 us, 4096 x 30000 138.45 -> 130.15,
+// 8192 x 22000 193.8 -> 185.5; LayerNorm 2048 x 30000 81.1 -> 74.1, 8192 x
+// 22000 214.15 -> 199.5; fp16 alike.
 inline constexpr int kStagedLongRowThreads = 352;
+// Rows of half vectors (hidden 4 mod 8) take the kernel over as many threads,
+// and LayerNorm ones from kStagedHalfLayerNormThreads. Measured on the H200
+// against LongHalfRowInstance and the stream (round66.md, table 1, call A),
+// bf16 RMSNorm 4096 x 22524 121.5 -> 112.8 us, 4096 x 24572 129.15 ->
+// 122.05, 2048 x 32764 92.5 -> 84.95, 1024 x 32764 52.7 -> 46.15 (4096 x
+// 28668 143.3 -> 143.7); LayerNorm 4096 x 22524 138.45 -> 121.9, 4096 x
+// 30716 205.7 -> 166.3, 2048 x 32764 118.55 -> 91.35, 300 x 32764 30.65 ->
+// 20.5. Then, copied in 16-byte pieces (table 3, call C): RMSNorm 4096 x
+// 24572 121.05 -> 115.8, 4096 x 28668 142.2 -> 131.45, 16384 x 24572 463.05
+// -> 436.0, 2048 x 32764 84.25 -> 80.8; LayerNorm 4096 x 22524 120.65 ->
+// 112.15, 4096 x 30716 164.8 -> 151.8; but 300 x 32764 18.75 -> 19.05 and
+// 64 x 32764 10.15 -> 10.65 (launches of at most one row per SM keep the
+// per-thread copy). Over 320 threads LayerNorm rows gained (2048 x 20004
+// 59.25 -> 55.4, 4096 x 20476 106.7 -> 102.65) where RMSNorm rows lost
+// (4096 x 20476 92.3 -> 96.3, 8192 x 16388 over 288: 143.45 -> 150.85).
+inline constexpr int kStagedHalfLayerNormThreads = 320;
 
 // The vectors per thread that lie inside every row whose layout spreads ITERS
 // per thread over `tpr` threads: the layout takes the fewest warps that hold
@@ -49,10 +72,13 @@ __host__ __device__ constexpr int StagedSureIters(int tpr, int iters) {
   return (tpr - 32) * iters / tpr;
 }
 
-template <typename T, int VEC, int ITERS, bool kCenter, int kTpr, bool kFull>
+// kPieces: a row of half vectors copied in 16-byte pieces by the block (see
+// below); otherwise each thread copies its own vectors.
+template <typename T, int VEC, int ITERS, bool kCenter, int kTpr, bool kFull, bool kPieces = false>
 __global__ void __launch_bounds__(kTpr) StagedLongRowKernel(const ForwardArgs a) {
   constexpr int kVectorBytes = sizeof(T) * VEC;
   static_assert(kVectorBytes == 16 || kVectorBytes == 8, "cp.async moves whole vectors");
+  static_assert(!kPieces || kVectorBytes == 8, "pieces of rows of half vectors");
   extern __shared__ __align__(16) unsigned char staged_bytes[];
   __shared__ float scratch_buffers[GroupScratch::kFloats];
   GroupScratch scratch{scratch_buffers};
@@ -67,11 +93,11 @@ __global__ void __launch_bounds__(kTpr) StagedLongRowKernel(const ForwardArgs a)
   constexpr int kSure = StagedSureIters(kTpr, ITERS);
   auto inside = [&](int it) { return kFull || it < kSure || column(it) < d; };
   T* copy = reinterpret_cast<T*>(staged_bytes);
-  if constexpr (kVectorBytes == 16) {
+  if constexpr (!kPieces) {
     // Each thread copies its own vectors (past the row's end: zeros).
 #pragma unroll
     for (int it = 0; it < ITERS; ++it) {
-      CpAsync16(copy + column(it), inside(it) ? x + column(it) : x, inside(it));
+      CpAsync<kVectorBytes>(copy + column(it), inside(it) ? x + column(it) : x, inside(it));
     }
     CpAsyncCommit();
     CpAsyncWait<0>();
@@ -108,7 +134,7 @@ __global__ void __launch_bounds__(kTpr) StagedLongRowKernel(const ForwardArgs a)
     __syncthreads();
   }
   auto load = [&](int it, float(&v)[VEC]) {
-    if (kVectorBytes == 8 && !inside(it)) {  // not copied
+    if (kPieces && !inside(it)) {  // not copied
 #pragma unroll
       for (int i = 0; i < VEC; ++i) v[i] = 0.0f;
     } else {
@@ -147,7 +173,8 @@ __global__ void __launch_bounds__(kTpr) StagedLongRowKernel(const ForwardArgs a)
 
 // Launches StagedLongRowKernel for a plain 16-bit row of 64 values per thread
 // in vectors of VEC over `tpr` threads; cudaErrorNotSupported where it does
-// not take the row (fewer than kStagedLongRowThreads threads).
+// not take the row (fewer than kStagedLongRowThreads threads, or
+// kStagedHalfLayerNormThreads for LayerNorm rows of half vectors).
 template <typename T, int VEC, bool kCenter, bool kFull>
 cudaError_t LaunchStagedLongRow(const ForwardArgs& a, int tpr, cudaStream_t stream) {
   static_assert(sizeof(T) == 2, "16-bit rows");
@@ -157,6 +184,13 @@ cudaError_t LaunchStagedLongRow(const ForwardArgs& a, int tpr, cudaStream_t stre
     constexpr int kTpr = decltype(tpr_constant)::value;
     if (tpr != kTpr) return;
     auto* kernel = &StagedLongRowKernel<T, VEC, kIters, kCenter, kTpr, kFull>;
+    if constexpr (sizeof(T) * VEC == 8) {
+      // Launches of more rows than SMs copy rows of half vectors in 16-byte
+      // pieces (the same bits: the copy holds the same values).
+      if (a.rows > MaxChunksPerSegment() / 2) {
+        kernel = &StagedLongRowKernel<T, VEC, kIters, kCenter, kTpr, kFull, true>;
+      }
+    }
     const size_t bytes = sizeof(T) * 64 * kTpr;
     // The row takes kTpr threads (StagedSureIters' premise).
     result = a.hidden > int64_t{kTpr - 32} * 64 ? AllowStagedShared(kernel, bytes)
@@ -166,8 +200,13 @@ cudaError_t LaunchStagedLongRow(const ForwardArgs& a, int tpr, cudaStream_t stre
       result = cudaGetLastError();
     }
   };
-  static_assert(kStagedLongRowThreads == 352, "the widths below start there");
-  ForEachRowWidth(std::integer_sequence<int, 352, 384, 416, 448, 480, 512>{}, fixed);
+  static_assert(kStagedLongRowThreads == 352 && kStagedHalfLayerNormThreads == 320,
+                "the widths below start there");
+  if constexpr (kCenter && sizeof(T) * VEC == 8) {
+    ForEachRowWidth(std::integer_sequence<int, 320, 352, 384, 416, 448, 480, 512>{}, fixed);
+  } else {
+    ForEachRowWidth(std::integer_sequence<int, 352, 384, 416, 448, 480, 512>{}, fixed);
+  }
   return result;
 }
 

@@ -241,14 +241,16 @@ TEST_P(DeterminismTest, FullRowsAreBitwiseIdenticalInSmallAndLargeLaunches) {
 // 3002, 4098, 10002, 12002 and 16382, their weight and bias loaded each way of
 // ParamLoads, LayerNorm rows of 3002 read-only from 2048 rows and of 10002
 // from 1024; 16-bit 4100, 12004 and, 16 per thread, 20004 over 320 threads,
-// LongHalfRowInstance, and 22524, 24572, 28668 and 32764 over 352, 384, 448
-// and 512, StagedLongRowKernel) or 16-bit rows of 8 vectors of 8 per thread
+// LongHalfRowInstance's RMSNorm rows, and StagedLongRowKernel's LayerNorm
+// ones, 22524, 24572, 28668 and 32764 over 352, 384, 448 and 512,
+// StagedLongRowKernel's, copied in 16-byte pieces in these launches and
+// vector by vector alone) or 16-bit rows of 8 vectors of 8 per thread
 // (LongFullRowInstance: 16392 and 20480, over 288 and 320 threads, full rows
 // too; StagedLongRowKernel, rows staged through shared memory: 22000, 22536,
 // 24576, 30000 and 32768, over 352, 384, 384, 480 and 512, bounds-tested and
 // full), must give the bits of the same rows alone (ForwardKernel's
-// latency-bound instances; at 20004-32764 the instance that every launch of
-// the row takes).
+// latency-bound instances; at 20004-32764 LongHalfRowInstance, which every
+// launch of its rows takes, or StagedLongRowKernel copying vector by vector).
 // LayerNorm and RMSNorm, whole and partial statistics, with and without weight
 // and bias. Not on the CPU backend, whose rows take one path at any launch
 // size: the case would only cost CI time (about 5 s per hidden size and dtype).

@@ -173,8 +173,9 @@ class ManyRowsTest : public BackendTest<DType, int64_t> {
 // RMSNorm ones of 320 threads, through LeanRowKernel's bounds-tested instances
 // of 8-byte vectors, LeanHalfInstance); 16-bit rows of 16388, 20004, 22524,
 // 24572, 26620, 28668, 30716 and 32764, 16 per thread over 288-512 threads
-// (plain ones through LongHalfRowInstance at 288 and 320, StagedLongRowKernel
-// over 352-512, bounds-tested; fused ones stream). 16-bit
+// (plain ones through LongHalfRowInstance at 288 and RMSNorm ones at 320,
+// the others through StagedLongRowKernel, bounds-tested, the row copied in
+// 16-byte pieces; fused ones stream). 16-bit
 // rows of 16392, 18432, 20000, 22000, 24576, 30000 and 32768: 8 vectors of 8
 // per thread over 288, 288, 320, 352, 384, 480 and 512 threads (plain ones
 // through LongFullRowInstance, bounds-tested, bounded to two blocks per SM, at
