@@ -1,16 +1,16 @@
 // Plain 16-bit rows of 64 values per thread over kStagedLongRowThreads
-// threads or more, in launches that are not latency-bound: rows of 8 vectors
-// of 8 (hidden 20488-32768), and rows of 16 half vectors (hidden 20484-32764,
-// not a multiple of 8; every launch of these). One row per block, x copied
-// into shared memory as stored (cp.async) and read from there by each pass,
-// so that a thread's registers hold no row (32-39 registers, where
-// LongFullRowInstance's 117-127 held one block per SM): with a 44-64 KiB copy
-// of the row, several rows are in flight per SM. In rows of 16-byte vectors
-// each thread copies and reads back only its own vectors (no block barrier);
-// rows of half vectors are copied in 16-byte pieces. The same arithmetic as
-// ForwardKernel's and LongFullRowInstance's (RowStatsOf over the same
-// columns, NormOutput), so the same bits as the latency-bound launches, which
-// keep ForwardKernel's preload instance.
+// threads or more: rows of 8 vectors of 8 (hidden 20488-32768) in launches
+// that are not latency-bound, and rows of 16 half vectors (hidden 4 mod 8,
+// 20484-32764, LayerNorm ones from 18436) in every launch. One row per block,
+// x copied into shared memory as stored (cp.async) and read from there by
+// each pass, so that a thread's registers hold no row (32-40 registers, where
+// LongFullRowInstance's 117-127 held one block per SM): with a 40-64 KiB copy
+// of the row, several rows are in flight per SM. Each thread copies and reads
+// back only its own vectors (no block barrier), but in launches of more rows
+// than SMs rows of half vectors are copied by the block in 16-byte pieces.
+// The same arithmetic as ForwardKernel's and LongFullRowInstance's
+// (RowStatsOf over the same columns, NormOutput), so the same bits as the
+// latency-bound launches, which keep ForwardKernel's preload instance.
 #ifndef NORMSERVE_KERNELS_CUDA_FORWARD_STAGED_CUH_
 #define NORMSERVE_KERNELS_CUDA_FORWARD_STAGED_CUH_
 
