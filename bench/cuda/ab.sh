@@ -31,7 +31,9 @@ mk() {  # name [patch]
      || { echo "BUILD FAILED $1"; grep -E "error" $dir/build.log | head; tail -5 $dir/build.log; }
 }
 stamp build
-names=(base new); mk base & mk new &
+# NO_BASE=1: no base tree (e.g. when the base is this tree's commit).
+names=(new); mk new &
+if [[ ${NO_BASE:-0} != 1 ]]; then names=(base new); mk base & fi
 for v in $VARIANTS; do names+=(new-$v); mk new-$v $v & done
 wait
 for n in "${names[@]}"; do cp /tmp/v/$n/build.log "$OUT/build_$n.log" 2>/dev/null; done

@@ -5,9 +5,10 @@
 // x copied into shared memory as stored (cp.async) and read from there by
 // each pass, so that a thread's registers hold no row (32-40 registers, where
 // LongFullRowInstance's 117-127 held one block per SM): with a 40-64 KiB copy
-// of the row, several rows are in flight per SM. Each thread copies and reads
-// back only its own vectors (no block barrier), but in launches of more rows
-// than SMs rows of half vectors are copied by the block in 16-byte pieces.
+// of the row, several rows are in flight per SM (launches of at most one row
+// per SM: kStagedMinBlocks). Each thread copies and reads back only its own
+// vectors (no block barrier), but in launches of more rows than SMs rows of
+// half vectors are copied by the block in 16-byte pieces.
 // The same arithmetic as ForwardKernel's and LongFullRowInstance's
 // (RowStatsOf over the same columns, NormOutput), so the same bits as the
 // latency-bound launches, which keep ForwardKernel's preload instance.
@@ -72,10 +73,19 @@ __host__ __device__ constexpr int StagedSureIters(int tpr, int iters) {
   return (tpr - 32) * iters / tpr;
 }
 
+// Minimum blocks per SM for __launch_bounds__ (0: none). Rows of half vectors
+// copied per thread run only in launches of at most one row per SM: told so
+// (1), the compiler takes 72-88 registers where it took 32-39, and 64 x 32764
+// ran 10.15 -> 8.5 us (bf16 RMSNorm; gpu-2026-12-01-round67.md, table 1,
+// variant outp_lb). The other instances hold several rows per SM: none.
+template <typename T, int VEC, bool kPieces>
+inline constexpr int kStagedMinBlocks = sizeof(T) * VEC == 8 && !kPieces ? 1 : 0;
+
 // kPieces: a row of half vectors copied in 16-byte pieces by the block (see
 // below); otherwise each thread copies its own vectors.
 template <typename T, int VEC, int ITERS, bool kCenter, int kTpr, bool kFull, bool kPieces = false>
-__global__ void __launch_bounds__(kTpr) StagedLongRowKernel(const ForwardArgs a) {
+__global__ void __launch_bounds__(kTpr, (kStagedMinBlocks<T, VEC, kPieces>))
+    StagedLongRowKernel(const ForwardArgs a) {
   constexpr int kVectorBytes = sizeof(T) * VEC;
   static_assert(kVectorBytes == 16 || kVectorBytes == 8, "cp.async moves whole vectors");
   static_assert(!kPieces || kVectorBytes == 8, "pieces of rows of half vectors");
