@@ -478,8 +478,10 @@ auto* LeanFusedInstance(const ForwardArgs& a, int tpr, int threads, int64_t bloc
 // registers, where 100-128 held one block), or null; `tpr` is set for every
 // plain row that 16 per thread hold in one block (the longer rows, and
 // LayerNorm rows over 320 threads, take StagedLongRowKernel,
-// forward_staged.cuh). Every launch of such a row takes it, whatever its
-// rows, so a row's bits do not depend on the launch. Measured on the H200
+// forward_staged.cuh). Launches of more rows than SMs take it; the others
+// StagedLongRowKernel's instance of one block per SM (kStagedMinBlocks), the
+// same arithmetic (RowStatsOf over the same columns, NormOutput), so the same
+// bits (BoundsTestedRows compares them). Measured on the H200
 // against the stream (bench/results/gpu-2026-11-30-round62.md, table 6, call
 // F): bf16 RMSNorm 8192 x 16388 157.8 -> 144.65 us, 2048 x 20004 60.45 ->
 // 51.6, LayerNorm 191.45 -> 160.15 and 68.55 -> 59.2, fp16 RMSNorm 8192 x

@@ -184,7 +184,9 @@ __global__ void __launch_bounds__(kTpr, (kStagedMinBlocks<T, VEC, kPieces>))
 // Launches StagedLongRowKernel for a plain 16-bit row of 64 values per thread
 // in vectors of VEC over `tpr` threads; cudaErrorNotSupported where it does
 // not take the row (fewer than kStagedLongRowThreads threads, or
-// kStagedHalfLayerNormThreads for LayerNorm rows of half vectors).
+// kStagedHalfLayerNormThreads for LayerNorm rows of half vectors; below that,
+// rows of half vectors over 288-320 threads, but only in launches of at most
+// one row per SM: LongHalfRowInstance takes the others).
 template <typename T, int VEC, bool kCenter, bool kFull>
 cudaError_t LaunchStagedLongRow(const ForwardArgs& a, int tpr, cudaStream_t stream) {
   static_assert(sizeof(T) == 2, "16-bit rows");
@@ -195,9 +197,12 @@ cudaError_t LaunchStagedLongRow(const ForwardArgs& a, int tpr, cudaStream_t stre
     if (tpr != kTpr) return;
     auto* kernel = &StagedLongRowKernel<T, VEC, kIters, kCenter, kTpr, kFull>;
     if constexpr (sizeof(T) * VEC == 8) {
-      // Launches of more rows than SMs copy rows of half vectors in 16-byte
-      // pieces (the same bits: the copy holds the same values).
-      if (a.rows > MaxChunksPerSegment() / 2) {
+      const bool few_rows = a.rows <= MaxChunksPerSegment() / 2;
+      if constexpr (kTpr < (kCenter ? kStagedHalfLayerNormThreads : kStagedLongRowThreads)) {
+        if (!few_rows) return;  // LongHalfRowInstance's
+      } else if (!few_rows) {
+        // Launches of more rows than SMs copy rows of half vectors in 16-byte
+        // pieces (the same bits: the copy holds the same values).
         kernel = &StagedLongRowKernel<T, VEC, kIters, kCenter, kTpr, kFull, true>;
       }
     }
@@ -212,8 +217,8 @@ cudaError_t LaunchStagedLongRow(const ForwardArgs& a, int tpr, cudaStream_t stre
   };
   static_assert(kStagedLongRowThreads == 352 && kStagedHalfLayerNormThreads == 320,
                 "the widths below start there");
-  if constexpr (kCenter && sizeof(T) * VEC == 8) {
-    ForEachRowWidth(std::integer_sequence<int, 320, 352, 384, 416, 448, 480, 512>{}, fixed);
+  if constexpr (sizeof(T) * VEC == 8) {
+    ForEachRowWidth(std::integer_sequence<int, 288, 320, 352, 384, 416, 448, 480, 512>{}, fixed);
   } else {
     ForEachRowWidth(std::integer_sequence<int, 352, 384, 416, 448, 480, 512>{}, fixed);
   }
