@@ -481,11 +481,14 @@ auto* LeanFusedInstance(const ForwardArgs& a, int tpr, int threads, int64_t bloc
 // forward_staged.cuh). Launches of more rows than SMs take it; the others
 // StagedLongRowKernel's instance of one block per SM (kStagedMinBlocks), the
 // same arithmetic (RowStatsOf over the same columns, NormOutput), so the same
-// bits (BoundsTestedRows compares them). Measured on the H200
-// against the stream (bench/results/gpu-2026-11-30-round62.md, table 6, call
-// F): bf16 RMSNorm 8192 x 16388 157.8 -> 144.65 us, 2048 x 20004 60.45 ->
-// 51.6, LayerNorm 191.45 -> 160.15 and 68.55 -> 59.2, fp16 RMSNorm 8192 x
-// 16388 153.45 -> 142.8; 512 x 20004 and 64 x 20004 even. Beside Quack
+// bits (BoundsTestedRows compares them): on the H200 (gpu-2026-12-01-
+// round67.md, table 7) bf16 RMSNorm 1 x 16388 10.4 -> 6.2 us, 64 x 20004
+// 11.45 -> 7.3, 100 x 20476 12.1 -> 7.75, LayerNorm 64 x 16388 12.05 -> 7.75.
+// LongHalfRowInstance measured on the H200 against the stream (bench/results/
+// gpu-2026-11-30-round62.md, table 6, call F): bf16 RMSNorm 8192 x 16388
+// 157.8 -> 144.65 us, 2048 x 20004 60.45 -> 51.6, LayerNorm 191.45 -> 160.15
+// and 68.55 -> 59.2, fp16 RMSNorm 8192 x 16388 153.45 -> 142.8; 512 x 20004
+// and 64 x 20004 even. Beside Quack
 // (table 7, call G), bf16 RMSNorm 8192 x 16388 1.008 of its speed (0.920
 // streamed), 2048 x 20004 0.950 (0.829); LayerNorm 1.398, 1.150.
 template <typename T, bool kCenter>

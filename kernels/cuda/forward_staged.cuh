@@ -75,9 +75,11 @@ __host__ __device__ constexpr int StagedSureIters(int tpr, int iters) {
 
 // Minimum blocks per SM for __launch_bounds__ (0: none). Rows of half vectors
 // copied per thread run only in launches of at most one row per SM: told so
-// (1), the compiler takes 72-88 registers where it took 32-39, and 64 x 32764
-// ran 10.15 -> 8.5 us (bf16 RMSNorm; gpu-2026-12-01-round67.md, table 1,
-// variant outp_lb). The other instances hold several rows per SM: none.
+// (1), the compiler takes 72-88 registers where it took 32-39. Measured on
+// the H200 (gpu-2026-12-01-round67.md, table 4), bf16 RMSNorm 1 x 32764 8.95
+// -> 6.95 us, 64 x 32764 9.95 -> 8.4, 132 x 24572 10.1 -> 8.9; LayerNorm 64 x
+// 22524 9.65 -> 8.15 (64 x 32764 10.0 -> 9.65). The other instances hold
+// several rows per SM: none (one block per SM, full rows lost: table 1).
 template <typename T, int VEC, bool kPieces>
 inline constexpr int kStagedMinBlocks = sizeof(T) * VEC == 8 && !kPieces ? 1 : 0;
 
