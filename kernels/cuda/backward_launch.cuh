@@ -150,11 +150,11 @@ StageOne ChooseGeneralStageOne(const RowLayout& layout, int64_t hidden, bool pla
            StagedBlocksPerSm(staged_bytes(ctas, tensors), kCtas) >= plan_blocks;
   };
   if (layout.ctas_per_row > 1) {
-    // ChooseRowLayout splits only rows of four vectors per thread (16-byte
-    // ones, or 16-bit half vectors; fp32 rows of no whole vector are
-    // realigned or stream) into clusters of kClusterCtas, kWideClusterCtas or
-    // kWidestClusterCtas blocks holding one row each.
-    if constexpr (ITERS == 4 && (sizeof(T) == 2 || VEC * sizeof(T) == 16)) {
+    // ChooseRowLayout splits only rows of four 16-byte vectors per thread
+    // (rows of no whole vector are realigned or stream, RealignedWidth) into
+    // clusters of kClusterCtas, kWideClusterCtas or kWidestClusterCtas blocks
+    // holding one row each.
+    if constexpr (ITERS == 4 && VEC * sizeof(T) == 16) {
       if (layout.rows_per_cta != 1) return s;
       auto cluster = [&](auto ctas) {
         constexpr int kCtas = decltype(ctas)::value;
@@ -164,14 +164,12 @@ StageOne ChooseGeneralStageOne(const RowLayout& layout, int64_t hidden, bool pla
         // Measured on the H100 (gpu-2026-11-25-round15.md), add + RMSNorm
         // backward of a saved p: bf16 4096 x 20000 512 -> 314 us, 1024 x 65536
         // 361 -> 211; fp32 8192 x 16384 857 -> 724, 1024 x 65536 492 -> 379.
-        // Rows of half vectors alike (gpu-2026-11-28-round43.md, call 2): bf16
-        // 4096 x 14500 349.7 -> 230.4.
         if (fused_stages_fit(ctas)) return staged(ctas, std::true_type{}, kWithWeightRow);
         // 16-bit rows with y whose stages leave no room for scale * w (a
-        // block's share past about 14300 elements) keep w as stored instead
-        // (half vectors' shares always leave room). Measured on the H200
-        // (gpu-2026-11-29-round52.md), x + y form, against the register
-        // kernel with w loaded from global memory at each use (table 1):
+        // block's share past about 14300 elements) keep w as stored instead.
+        // Measured on the H200 (gpu-2026-11-29-round52.md), x + y form,
+        // against the register kernel with w loaded from global memory at
+        // each use (table 1):
         // bf16 2048 x 32768 383.5 -> 232.3 us, 1024 x 65536 406.7 -> 265.1;
         // fp16 2048 x 32768 284.8 -> 249.7; then w as stored against that
         // (table 2): 232.4 -> 179.5, 265.7 -> 186.3; 249.9 -> 179.8.
@@ -186,7 +184,7 @@ StageOne ChooseGeneralStageOne(const RowLayout& layout, int64_t hidden, bool pla
       };
       if (layout.ctas_per_row == kClusterCtas) return cluster(IntConst<kClusterCtas>{});
       if (layout.ctas_per_row == kWideClusterCtas) return cluster(IntConst<kWideClusterCtas>{});
-      if constexpr (sizeof(T) == 4 || VEC * sizeof(T) < 16) {  // 16-bit 16-byte vectors fit 4
+      if constexpr (sizeof(T) == 4) {  // 16-bit rows fit a cluster of 4
         if (layout.ctas_per_row == kWidestClusterCtas) {
           return cluster(IntConst<kWidestClusterCtas>{});
         }

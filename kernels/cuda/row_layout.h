@@ -228,8 +228,14 @@ inline int VectorElements(DType dtype, int64_t hidden, bool aligned) {
 inline RowLayout GeneralRowLayout(Pass pass, DType dtype, int64_t hidden, bool aligned);
 
 // Backward rows realigned (RealignedRow): those of no whole vector (vec 1),
-// and fp32 rows of half vectors that one block does not hold (hidden of 2 mod
-// 4 past 4096), which half vectors would split over a cluster. In one block
+// and rows of half vectors that one block does not hold at 4 per thread
+// (16-bit hidden of 4 mod 8 past 8192, fp32 of 2 mod 4 past 4096), which half
+// vectors would split over a cluster. 16-bit ones had: measured on the H200
+// against that (bench/results/gpu-2026-12-01-round67.md, table 8), bf16 add
+// + RMSNorm backward 4096 x 14500 211.3 -> 189.5 us, 8192 x 10004 363.7 ->
+// 268.6, 2048 x 20004 220.5 -> 150.3; RMSNorm 8192 x 10004 227.5 -> 205.0,
+// LayerNorm 254.4 -> 239.3. Slower: LayerNorm 1024 x 32764 110.6 -> 118.0,
+// add + RMSNorm of x and y 4096 x 14500 237.0 -> 261.0. In one block
 // (at most 4 per thread, padded: ChooseGeneralStageOne) half vectors measured
 // faster than realigned on the H200 (bench/results/gpu-2026-11-29-round50.md,
 // table 3): 16384 x 1002 RMSNorm / LayerNorm 59.8 / 63.0 against 67.5 /
@@ -237,7 +243,7 @@ inline RowLayout GeneralRowLayout(Pass pass, DType dtype, int64_t hidden, bool a
 inline bool RealignedWidth(DType dtype, int64_t hidden, bool aligned) {
   const int vec = VectorElements(dtype, hidden, aligned);
   if (vec == 1) return true;
-  if (DTypeSize(dtype) != 4 || vec != 2) return false;
+  if (vec == 16 / static_cast<int>(DTypeSize(dtype))) return false;
   const RowLayout half = GeneralRowLayout(Pass::kBackward, dtype, hidden, aligned);
   return half.streaming() || half.ctas_per_row > 1;
 }
@@ -387,7 +393,7 @@ inline RowLayout GeneralRowLayout(Pass pass, DType dtype, int64_t hidden, bool a
   const int max_elems = MaxElemsPerThread(pass, elem);
   const int iters = ItersFor(vectors, tpr < kMaxThreads ? tpr : kMaxThreads);
   // Backward rows of half vectors hold at most 4 per thread; longer ones are
-  // split over a cluster. At 8 the kernel spilled (BackwardKernel<bf16, 4, 8>
+  // realigned (RealignedWidth). At 8 the kernel spilled (BackwardKernel<bf16, 4, 8>
   // 84 bytes, <float, 2, 8> 160); measured on the H100 (bench/results/
   // gpu-2026-11-28-round43.md, call 1), 8 -> 4 per thread: bf16 4096 x 14500
   // LayerNorm backward 295.2 -> 263.4 us, RMSNorm 245.5 -> 236.3; fp32 8192 x

@@ -170,8 +170,9 @@ TEST_P(ManyRowsBackwardTest, EveryRowAndTheReductionsMatchReference) {
 // 2 vectors (16-bit) or 4 (fp32); 4097, 6001 and 10001: 16-bit ones realigned
 // in blocks of 288 threads (the paired instance), 384 and 320 (4 vectors
 // each), fp32 ones in 288 and 384 threads of 4 and a cluster of two blocks of
-// 320. 14500: 16-bit rows of half vectors (8 bytes) in one block of 512
-// threads, 8 each; 20004 over a cluster of four (16-bit). 20001, 20002 (fp32
+// 320. 8196, 14500 and 20004: 16-bit rows of half vectors (8 bytes) past
+// one block at 4 per thread, realigned in blocks of 288 and 480 threads and
+// a cluster of two of 320 (fp32 ones: 16-byte vectors). 20001, 20002 (fp32
 // half vectors) and 16385: realigned and staged over a cluster of four blocks
 // in fp32, two (16385: of 288 threads) or four in 16-bit. 40001: fp32 rows
 // stream (dw / db partials in the workspace), 16-bit ones realigned over a
@@ -180,13 +181,14 @@ INSTANTIATE_TEST_SUITE_P(
     Kernels, ManyRowsBackwardTest,
     ::testing::Combine(::testing::ValuesIn(BackendNames()), AllDTypes(),
                        ::testing::Values(int64_t{4095}, int64_t{4096}, int64_t{4097}, int64_t{4608},
-                                         int64_t{5000}, int64_t{6001}, int64_t{10001},
-                                         int64_t{5120}, int64_t{6144}, int64_t{6500}, int64_t{7500},
-                                         int64_t{8192}, int64_t{10000}, int64_t{14336},
-                                         int64_t{14500}, int64_t{14501}, int64_t{15000},
-                                         int64_t{16384}, int64_t{16385}, int64_t{20000},
-                                         int64_t{20001}, int64_t{20002}, int64_t{20004},
-                                         int64_t{40000}, int64_t{40001})),
+                                         int64_t{5000}, int64_t{6001}, int64_t{8196},
+                                         int64_t{10001}, int64_t{5120}, int64_t{6144},
+                                         int64_t{6500}, int64_t{7500}, int64_t{8192},
+                                         int64_t{10000}, int64_t{14336}, int64_t{14500},
+                                         int64_t{14501}, int64_t{15000}, int64_t{16384},
+                                         int64_t{16385}, int64_t{20000}, int64_t{20001},
+                                         int64_t{20002}, int64_t{20004}, int64_t{40000},
+                                         int64_t{40001})),
     SuiteParamName);
 
 // The fused backward from x and y with the residual gradient in the batch

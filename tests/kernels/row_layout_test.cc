@@ -58,12 +58,12 @@ TEST(RowLayoutTest, EveryLayoutCoversTheRowWithAnInstantiatedKernel) {
                                           << " aligned " << aligned << " hidden " << hidden);
           ASSERT_TRUE(l.vec == 1 || l.vec == 16 / elem || l.vec == 8 / elem);
           if (l.realigned) {
-            // Backward rows of no whole 16-byte vector (16-bit: no whole
-            // 8-byte one either): one block, or a cluster of 4 vectors per
-            // thread (BackwardKernel's only realigned cluster instances).
+            // Backward rows of no whole 16-byte vector: one block, or a
+            // cluster of 4 vectors per thread (BackwardKernel's only
+            // realigned cluster instances).
             ASSERT_EQ(pass, Pass::kBackward);
             ASSERT_EQ(l.vec, 16 / elem);
-            ASSERT_TRUE(!aligned || hidden % 4 != 0);
+            ASSERT_TRUE(!aligned || hidden % (16 / elem) != 0);
             ASSERT_GT(l.iters, 0);
             if (l.ctas_per_row > 1) {
               ASSERT_EQ(l.iters, 4);
@@ -125,14 +125,14 @@ TEST(RowLayoutTest, EveryLayoutCoversTheRowWithAnInstantiatedKernel) {
           ASSERT_GE(int64_t{l.tpr} * l.iters * l.vec, hidden);
           ASSERT_LE(l.threads(), kMaxThreads);
           if (l.ctas_per_row > 1) {
-            // The cluster launchers' instances: backward, full vectors (or
-            // 16-bit half vectors), four per thread (held: five to eight),
-            // one row per cluster of whole warps per block, the wide cluster
-            // only for rows the narrow one cannot hold.
+            // The cluster launchers' instances: backward, full vectors, four
+            // per thread (held: five to eight), one row per cluster of whole
+            // warps per block, the wide cluster only for rows the narrow one
+            // cannot hold, the widest only for fp32.
             ASSERT_EQ(pass, Pass::kBackward);
             ASSERT_TRUE(l.ctas_per_row == kClusterCtas || l.ctas_per_row == kWideClusterCtas ||
-                        (l.ctas_per_row == kWidestClusterCtas && (elem == 4 || l.vec < 8)));
-            ASSERT_TRUE(l.vec == 16 / elem || (elem == 2 && l.vec == 4));
+                        (l.ctas_per_row == kWidestClusterCtas && elem == 4));
+            ASSERT_EQ(l.vec, 16 / elem);
             if (!held) {
               ASSERT_EQ(l.iters, 4);
             }
@@ -413,8 +413,9 @@ TEST(RowLayoutTest, ScalarRowsHeldWhereMeasuredFaster) {
 TEST(RowLayoutTest, HalfVectorsWhereOnlyAnEightByteVectorDividesTheRow) {
   for (Pass pass : {Pass::kForward, Pass::kBackward}) {
     for (DType dtype : {DType::kF16, DType::kBF16}) {
-      EXPECT_EQ(ChooseRowLayout(pass, dtype, 14500, true).vec, 4);
+      EXPECT_EQ(ChooseRowLayout(pass, dtype, 8188, true).vec, 4);
       EXPECT_EQ(ChooseRowLayout(pass, dtype, 4100, true).vec, 4);
+      EXPECT_EQ(ChooseRowLayout(pass, dtype, 14500, true).vec, pass == Pass::kForward ? 4 : 8);
       EXPECT_EQ(ChooseRowLayout(pass, dtype, 4096, true).vec, 8);
       // Backward rows realigned (RealignedRow) take vectors of 8 all the same.
       EXPECT_EQ(ChooseRowLayout(pass, dtype, 4098, true).vec, pass == Pass::kForward ? 1 : 8);
@@ -437,17 +438,23 @@ TEST(RowLayoutTest, HalfVectorsWhereOnlyAnEightByteVectorDividesTheRow) {
 }
 
 TEST(RowLayoutTest, BackwardHalfVectorsHoldAtMostFourPerThread) {
-  // Rows that 8 per thread would fit in one block go to a cluster instead.
-  ExpectBackwardLayout(DType::kBF16, 14500, 4, 4, 2);
-  // fp32 rows of half vectors past one block are realigned up to 32768 and
-  // stream past it.
+  // Rows of half vectors past one block at 4 per thread are realigned: 16-bit
+  // ones (past 8192) all the way, fp32 ones (past 4096) up to 32768 and
+  // streamed past it.
+  ExpectBackwardLayout(DType::kBF16, 8188, 4, 4, 1);
   ExpectBackwardLayout(DType::kF32, 4090, 2, 4, 1);
   EXPECT_TRUE(ChooseRowLayout(Pass::kBackward, DType::kF32, 4098, true).realigned);
   EXPECT_TRUE(ChooseRowLayout(Pass::kBackward, DType::kF32, 40002, true).streaming());
   for (int64_t hidden = 4; hidden <= 65536; hidden += 8) {
-    const RowLayout half = ChooseRowLayout(Pass::kBackward, DType::kF16, hidden, true);
-    ASSERT_EQ(half.vec, 4) << hidden;
-    EXPECT_LE(half.iters, 4) << hidden;
+    const RowLayout row = ChooseRowLayout(Pass::kBackward, DType::kF16, hidden, true);
+    if (hidden <= 8192) {
+      ASSERT_EQ(row.vec, 4) << hidden;
+      EXPECT_LE(row.iters, 4) << hidden;
+      EXPECT_EQ(row.ctas_per_row, 1) << hidden;
+    } else {
+      ASSERT_TRUE(row.realigned) << hidden;
+      EXPECT_EQ(row.vec, 8) << hidden;
+    }
   }
   // Forward rows of half vectors keep up to 8, fp32 ones up to 16; 16-bit ones
   // take 4 where 4 fit a block, as rows of 16-byte vectors do.
