@@ -309,6 +309,17 @@ __device__ __forceinline__ void StoreRealignedFloats(T* row, int col, int len,
       *reinterpret_cast<Vec<T, N>*>(dst) = raw;
       return;
     }
+    // 16-bit rows on an 8-byte boundary (every other row of half vectors,
+    // hidden 4 mod 8): two 8-byte stores.
+    if constexpr (sizeof(T) == 2) {
+      if (address % 8 == 0) {
+        uint2 halves[2];
+        __builtin_memcpy(halves, raw.v, sizeof(halves));
+        reinterpret_cast<uint2*>(dst)[0] = halves[0];
+        reinterpret_cast<uint2*>(dst)[1] = halves[1];
+        return;
+      }
+    }
     // Pairs of elements packed in words of two (sizeof(T) bytes each half).
     using Pair = std::conditional_t<sizeof(T) == 2, uint32_t, uint2>;
     Pair pairs[N / 2];
