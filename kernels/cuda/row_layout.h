@@ -231,11 +231,14 @@ inline RowLayout GeneralRowLayout(Pass pass, DType dtype, int64_t hidden, bool a
 // and rows of half vectors that one block does not hold at 4 per thread
 // (16-bit hidden of 4 mod 8 past 8192, fp32 of 2 mod 4 past 4096), which half
 // vectors would split over a cluster. 16-bit ones had: measured on the H200
-// against that (bench/results/gpu-2026-12-01-round67.md, table 8), bf16 add
-// + RMSNorm backward 4096 x 14500 211.3 -> 189.5 us, 8192 x 10004 363.7 ->
-// 268.6, 2048 x 20004 220.5 -> 150.3; RMSNorm 8192 x 10004 227.5 -> 205.0,
-// LayerNorm 254.4 -> 239.3. Slower: LayerNorm 1024 x 32764 110.6 -> 118.0,
-// add + RMSNorm of x and y 4096 x 14500 237.0 -> 261.0. In one block
+// against that (bench/results/gpu-2026-12-01-round68.md, table 1), bf16 add
+// + RMSNorm backward 8192 x 8196 352.2 -> 237.3 us, 4096 x 16388 402.1 ->
+// 259.6, 8192 x 10004 362.8 -> 268.6, 2048 x 20004 220.4 -> 149.4, 4096 x
+// 14500 211.3 -> 189.0; RMSNorm 4096 x 16388 244.6 -> 205.1, LayerNorm 8192 x
+// 8196 246.0 -> 216.9. Slower: LayerNorm 1024 x 32764 110.9 -> 118.2, 2048 x
+// 20004 155.4 -> 156.5; add + RMSNorm of x and y 4096 x 14500 237.1 -> 261.2
+// (realigned stores since: 237.9, realigned.cuh), 4096 x 12004 211.4 ->
+// 214.0. In one block
 // (at most 4 per thread, padded: ChooseGeneralStageOne) half vectors measured
 // faster than realigned on the H200 (bench/results/gpu-2026-11-29-round50.md,
 // table 3): 16384 x 1002 RMSNorm / LayerNorm 59.8 / 63.0 against 67.5 /
