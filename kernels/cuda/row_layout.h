@@ -396,8 +396,8 @@ inline RowLayout GeneralRowLayout(Pass pass, DType dtype, int64_t hidden, bool a
   const int max_elems = MaxElemsPerThread(pass, elem);
   const int iters = ItersFor(vectors, tpr < kMaxThreads ? tpr : kMaxThreads);
   // Backward rows of half vectors hold at most 4 per thread; longer ones are
-  // realigned (RealignedWidth). At 8 the kernel spilled (BackwardKernel<bf16, 4, 8>
-  // 84 bytes, <float, 2, 8> 160); measured on the H100 (bench/results/
+  // realigned (RealignedWidth). At 8 the kernel spilled (BackwardKernel<bf16,
+  // 4, 8> 84 bytes, <float, 2, 8> 160); measured on the H100 (bench/results/
   // gpu-2026-11-28-round43.md, call 1), 8 -> 4 per thread: bf16 4096 x 14500
   // LayerNorm backward 295.2 -> 263.4 us, RMSNorm 245.5 -> 236.3; fp32 8192 x
   // 8190 LayerNorm 533.4 -> 438.2, RMSNorm 562.5 -> 413.4.
