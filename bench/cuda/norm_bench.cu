@@ -137,8 +137,10 @@ struct Buffers {
   void* whole;  // the one allocation of --one-buffer, or null
 };
 
-// A shape's tensors: one cudaMalloc each, or (one_buffer) consecutive
-// 256-byte-aligned regions of one allocation, inputs first.
+// A shape's tensors: one cudaMalloc each (rounded up to 16 bytes: inputs may
+// be read in whole aligned 16-byte words, kernels/cuda/launch.h), or
+// (one_buffer) consecutive 256-byte-aligned regions of one allocation, inputs
+// first.
 Buffers Allocate(int64_t m, int64_t n, size_t elem, size_t ws_bytes, bool one_buffer) {
   const size_t rows = static_cast<size_t>(m) * n * elem, row = static_cast<size_t>(n) * elem;
   const size_t stats = static_cast<size_t>(m) * 4, columns = static_cast<size_t>(n) * 4;
@@ -164,7 +166,7 @@ Buffers Allocate(int64_t m, int64_t n, size_t elem, size_t ws_bytes, bool one_bu
                             {&b.ws, ws_bytes}};
   auto aligned = [](size_t bytes) { return (bytes + 255) / 256 * 256; };
   if (!one_buffer) {
-    for (const Region& r : regions) CHECK_CUDA(cudaMalloc(r.at, r.bytes));
+    for (const Region& r : regions) CHECK_CUDA(cudaMalloc(r.at, (r.bytes + 15) / 16 * 16));
     return b;
   }
   size_t total = 0;

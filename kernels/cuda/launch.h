@@ -16,6 +16,13 @@
 // or streaming kernel) depends on dtype, hidden and pointer alignment only, never
 // on the row count, so a row's outputs are bitwise the same whether it is
 // computed alone or in a batch of any size (given equally aligned buffers).
+//
+// Inputs may be read in whole aligned 16-byte words: a kernel may read bytes
+// between an input's ends and the 16-byte boundaries around them (never
+// across a page). compute-sanitizer reports such a read where an allocation
+// ends inside that word (bench/results/gpu-2026-12-01-round68.md, table 2),
+// so inputs are allocated rounded up to 16 bytes: the CUDA backend's staging
+// buffer in 256-byte regions, the benchmark's tensors rounded up.
 #ifndef NORMSERVE_KERNELS_CUDA_LAUNCH_H_
 #define NORMSERVE_KERNELS_CUDA_LAUNCH_H_
 
