@@ -260,9 +260,13 @@ StageOne ChooseHeldStageOne(const RowLayout& layout, int64_t hidden, bool plain,
 }
 
 // Stage one's instance for a layout of register kernels (iters > 0).
+// half_shift: the launch's staged rows all start on an 8-byte boundary
+// (RowsStartOn8Bytes); the chunk plan's queries leave it false, so the plan
+// (and with it dw / db's bits) never depends on it.
 template <typename T, int VEC, int ITERS, bool kCenter>
 StageOne ChooseStageOne(const RowLayout& layout, int64_t hidden, bool plain, bool db, bool full,
-                        bool partials, int tensors, bool residual_as_stored, int plan_blocks) {
+                        bool partials, int tensors, bool residual_as_stored, int plan_blocks,
+                        bool half_shift = false) {
   if (layout.realigned) {  // staged where its rows fit, else the register kernel
     StageOne s;
     if constexpr (VEC * sizeof(T) == 16 &&
@@ -302,10 +306,20 @@ StageOne ChooseStageOne(const RowLayout& layout, int64_t hidden, bool plain, boo
             return s;
           }
         }
-        s.kernel = db ? &BackwardStagedKernel<T, VEC, ITERS, true, kCenter, kCtas, false, kFused,
-                                              kScaledRow, false, /*kRealigned=*/true>
-                      : &BackwardStagedKernel<T, VEC, ITERS, false, kCenter, kCtas, false, kFused,
-                                              kScaledRow, false, /*kRealigned=*/true>;
+        auto realigned = [&](auto half) {
+          constexpr bool kHalf = decltype(half)::value;
+          return db ? &BackwardStagedKernel<T, VEC, ITERS, true, kCenter, kCtas, false, kFused,
+                                            kScaledRow, false, /*kRealigned=*/true, kHalf>
+                    : &BackwardStagedKernel<T, VEC, ITERS, false, kCenter, kCtas, false, kFused,
+                                            kScaledRow, false, /*kRealigned=*/true, kHalf>;
+        };
+        if constexpr (kCtas == 1) {
+          if (half_shift) {
+            s.kernel = realigned(std::true_type{});
+            return s;
+          }
+        }
+        s.kernel = realigned(std::false_type{});
         return s;
       };
       auto choose = [&](auto ctas) {
@@ -349,6 +363,16 @@ inline int PlanBlocksPerSm(int max_chunks) {
   return blocks > 1 ? blocks : 1;
 }
 
+// Whether every row of the tensors a staged launch copies (x, dy, y) starts on
+// an 8-byte boundary: the width a multiple of 8 bytes (16-bit hidden of 4 mod
+// 8, fp32 of 2 mod 4, in buffers so aligned), so a realigned row's 16-byte
+// vectors are each two aligned 8-byte halves (BackwardStagedRows' kHalfShift).
+inline bool RowsStartOn8Bytes(const BackwardArgs& a, size_t elem_size) {
+  auto on8 = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 8 == 0; };
+  return a.hidden * static_cast<int64_t>(elem_size) % 8 == 0 && on8(a.x) && on8(a.grad_out) &&
+         on8(a.y);
+}
+
 // Stage one for the layout's instance; kCenter: LayerNorm. plan_blocks:
 // PlanBlocksPerSm of the layout's chunk plan.
 template <typename T, bool kCenter>
@@ -366,7 +390,7 @@ cudaError_t LaunchBackwardRows(const BackwardArgs& a, const RowLayout& layout, i
       const StageOne s = ChooseStageOne<T, kVec, kIters, kCenter>(
           layout, a.hidden, plain, a.grad_bias != nullptr,
           FullRow(layout, a.hidden, a.norm.stat_len), partials, StagedTensors(a),
-          residual_as_stored, plan_blocks);
+          residual_as_stored, plan_blocks, layout.realigned && RowsStartOn8Bytes(a, sizeof(T)));
       if (s.kernel == nullptr) return cudaErrorInvalidConfiguration;
       if (const cudaError_t err = AllowDynamicShared(s.kernel, s.shared_bytes);
           err != cudaSuccess) {

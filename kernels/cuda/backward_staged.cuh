@@ -111,7 +111,7 @@ __host__ __device__ inline int StagedTensors(const BackwardArgs& a) {
 // x 16384 421.0 -> 415.35.
 template <typename T, int VEC, int ITERS, bool kDb, bool kCenter, int kCtas, bool kFull,
           bool kFused, bool kWeightRow, bool kHeld = false, bool kPadded = false,
-          bool kRealigned = false, bool kTwoBlocksPerSm = false>
+          bool kRealigned = false, bool kTwoBlocksPerSm = false, bool kHalfShift = false>
 __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const int tpr,
                                                    const int rows_per_cta,
                                                    const int64_t chunk_rows) {
@@ -126,6 +126,12 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
   // barrier follows the copies' wait and precedes the next row's copies.
   static_assert(!kRealigned || (!kFull && !kHeld && !kPadded && sizeof(T) * VEC == 16),
                 "realigned rows are 16-byte vectors");
+  // kHalfShift (realigned rows of one block that all start on an 8-byte
+  // boundary: RowsStartOn8Bytes): each thread copies its own vectors, each as
+  // two 8-byte halves into its aligned slot, and reads them back as they are:
+  // no shift and no block barrier, the pipeline of aligned rows. The same
+  // values in the same slots (zeros past the row's end), so the same bits.
+  static_assert(!kHalfShift || (kRealigned && kCtas == 1), "half shifts: realigned, one block");
   constexpr bool kKeep =
       kHeld || (kCtas > 1 && sizeof(T) == 4 && !kFused && (!kDb || (kFull && kCtas == 2)));
   AllowDependentLaunch();  // ReducePartialsKernel waits for this grid's end itself
@@ -196,6 +202,18 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
       for (int it = 0; it < ITERS; ++it) copy(it * tpr + t + 1, word_slot(it) + 1);
     }
   };
+  // kHalfShift: this thread's vector `it` of `row` of `tensor` into its slot,
+  // as two 8-byte halves (zeros past the row's end, whose width is a multiple
+  // of a half, or for a dead row).
+  auto stage_halves = [&](const T* tensor, int which, int64_t row, bool live, int it, int s) {
+    constexpr int kHalf = VEC / 2;
+    const int col = (it * tpr + t) * VEC;
+    const T* src = tensor + (live ? row : 0) * a.hidden + col;
+    T* dst = slot(s, which) + word_slot(it) * VEC;
+    const bool low = live && col < d, high = live && col + kHalf < d;
+    CpAsync<8>(dst, low ? src : tensor, low);
+    CpAsync<8>(dst + kHalf, high ? src + kHalf : tensor, high);
+  };
   // Starts copying `row` into stage s (zeros for a row past the chunk).
   auto stage_row = [&](int64_t row, int s) {
     const bool live = row < c.end;
@@ -204,7 +222,13 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
     for (int it = 0; it < ITERS; ++it) {
       const int col = (it * tpr + t) * VEC;
       const int local = LocalColumn<VEC, kCtas>(it, tpr, t);
-      if constexpr (kRealigned) {
+      if constexpr (kHalfShift) {
+        stage_halves(x, kX, row, live, it, s);
+        stage_halves(dy, kDy, row, live, it, s);
+        if constexpr (kFused) {
+          if (y != nullptr) stage_halves(y, kY, row, live, it, s);
+        }
+      } else if constexpr (kRealigned) {
         if (it == 0) {
           stage_realigned(x, kX, row, live, s);
           stage_realigned(dy, kDy, row, live, s);
@@ -244,7 +268,10 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
   int shifts[3] = {};  // kRealigned: shift_of the current row's x, dy and y
   auto load = [&](int s, int which, int it, float(&v)[VEC]) {
     const int col = (it * tpr + t) * VEC;
-    if constexpr (kRealigned) {
+    if constexpr (kHalfShift) {
+      LoadFloats(slot(s, which) + word_slot(it) * VEC, v);
+      return;
+    } else if constexpr (kRealigned) {
       const T* at = slot(s, which) + word_slot(it) * VEC;
       UnpackRaw<T, VEC>(ShiftedSharedWord<sizeof(T)>(at, shifts[which]), v);
       return;
@@ -326,14 +353,14 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
     // before the wait, as in the other layouts, and a second barrier at the
     // row's end guards the stage: the one-barrier form was 2-3 % slower on
     // LayerNorm rows there (4096 x 16385, 2048 x 32767).
-    constexpr bool kCopiesAfterBarrier = kRealigned && kCtas == 1;
+    constexpr bool kCopiesAfterBarrier = kRealigned && kCtas == 1 && !kHalfShift;
     if constexpr (!kCopiesAfterBarrier) {
       // The stage read by this thread in the previous step takes the next row.
       stage_row(next, s ^ 1);
       saved_stats(next, next_mean, next_rstd);
     }
     CpAsyncWait<kCopiesAfterBarrier ? 0 : kStagedRows - 1>();  // this row's copies have landed
-    if constexpr (kRealigned) {
+    if constexpr (kRealigned && !kHalfShift) {
       __syncthreads();  // and every other thread's, which this one reads
       if constexpr (kCopiesAfterBarrier) {
         stage_row(next, s ^ 1);
@@ -468,7 +495,7 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
         }
       }
     }
-    if constexpr (kRealigned && !kCopiesAfterBarrier) {
+    if constexpr (kRealigned && !kHalfShift && !kCopiesAfterBarrier) {
       __syncthreads();  // before the next row's copies overwrite its stage
     }
     row = next;
@@ -502,12 +529,13 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
 
 template <typename T, int VEC, int ITERS, bool kDb, bool kCenter, int kCtas = 1, bool kFull = false,
           bool kFused = false, bool kWeightRow = true, bool kPadded = false,
-          bool kRealigned = false>
+          bool kRealigned = false, bool kHalfShift = false>
 __global__ void __launch_bounds__(kMaxThreads)
     BackwardStagedKernel(const BackwardArgs a, const int tpr, const int rows_per_cta,
                          const int64_t chunk_rows) {
   BackwardStagedRows<T, VEC, ITERS, kDb, kCenter, kCtas, kFull, kFused, kWeightRow,
-                     /*kHeld=*/false, kPadded, kRealigned>(a, tpr, rows_per_cta, chunk_rows);
+                     /*kHeld=*/false, kPadded, kRealigned, /*kTwoBlocksPerSm=*/false,
+                     kHalfShift>(a, tpr, rows_per_cta, chunk_rows);
 }
 
 // fp32 fused LayerNorm rows of 257-384 threads at 2 vectors each (hidden

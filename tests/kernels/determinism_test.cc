@@ -525,11 +525,15 @@ TEST(CpuDeterminismTest, ResultsDoNotDependOnThreadCount) {
   }
 }
 
+// 14500 (bf16 / fp16) and 8190 (fp32): rows of half vectors that start on 8
+// bytes take the realigned kernel's half-shift instance, the same rows offset
+// by one element its shifting one (UnalignedPointers: the same bits).
 INSTANTIATE_TEST_SUITE_P(Kernels, DeterminismTest,
                          ::testing::Combine(::testing::ValuesIn(BackendNames()), AllDTypes(),
                                             ::testing::Values(7, 512, 1000, 1004, 1024, 2048, 4096,
-                                                              5000, 6144, 8191, 8192, 10000, 14500,
-                                                              16384, 20000, 20001, 32768, 40000)),
+                                                              5000, 6144, 8190, 8191, 8192, 10000,
+                                                              14500, 16384, 20000, 20001, 32768,
+                                                              40000)),
                          SuiteParamName);
 
 }  // namespace
