@@ -306,20 +306,35 @@ StageOne ChooseStageOne(const RowLayout& layout, int64_t hidden, bool plain, boo
             return s;
           }
         }
-        auto realigned = [&](auto half) {
-          constexpr bool kHalf = decltype(half)::value;
-          return db ? &BackwardStagedKernel<T, VEC, ITERS, true, kCenter, kCtas, false, kFused,
-                                            kScaledRow, false, /*kRealigned=*/true, kHalf>
-                    : &BackwardStagedKernel<T, VEC, ITERS, false, kCenter, kCtas, false, kFused,
-                                            kScaledRow, false, /*kRealigned=*/true, kHalf>;
+        auto realigned = [&](auto half, auto with_db) {
+          return &BackwardStagedKernel<T, VEC, ITERS, decltype(with_db)::value, kCenter, kCtas,
+                                       false, kFused, kScaledRow, false, /*kRealigned=*/true,
+                                       decltype(half)::value>;
         };
-        if constexpr (kCtas == 1) {
-          if (half_shift) {
-            s.kernel = realigned(std::true_type{});
+        // Rows that start on 8 bytes copied as 8-byte halves (kHalfShift)
+        // where that measured faster, on the H200 against the shifted copies
+        // (gpu-2026-12-01-round69.md, tables 2-3): fp32 rows but fused ones
+        // with y, 16-bit RMSNorm rows without bias or residual. bf16 RMSNorm
+        // 4096 x 14500 137.6 -> 119.8 us, 8192 x 10004 202.3 -> 162.8, 4096 x
+        // 12004 120.3 -> 93.9, 2048 x 16380 81.9 -> 77.2; fp32 RMSNorm /
+        // LayerNorm / add + RMSNorm 8192 x 6002 183.6 -> 155.3 / 191.2 -> 159.6
+        // / 218.2 -> 211.1, 8192 x 8190 RMSNorm 228.6 -> 218.3. Slower on 16-bit
+        // LayerNorm and fused rows, whatever the copies' place or barriers
+        // (4096 x 14500 LayerNorm 156.9 -> 228.2, add + RMSNorm 182.7 ->
+        // 214.9), and on fp32 fused rows with y (8192 x 8190 386.5 -> 411.1).
+        if constexpr (kCtas == 1 && (sizeof(T) == 4 || (!kCenter && !kFused))) {
+          if (half_shift && (sizeof(T) == 4 ? !kFused || tensors < 3 : !db)) {
+            if constexpr (sizeof(T) == 4) {
+              s.kernel = db ? realigned(std::true_type{}, std::true_type{})
+                            : realigned(std::true_type{}, std::false_type{});
+            } else {
+              s.kernel = realigned(std::true_type{}, std::false_type{});
+            }
             return s;
           }
         }
-        s.kernel = realigned(std::false_type{});
+        s.kernel = db ? realigned(std::false_type{}, std::true_type{})
+                      : realigned(std::false_type{}, std::false_type{});
         return s;
       };
       auto choose = [&](auto ctas) {
@@ -456,7 +471,9 @@ int BackwardResidentBlocks(const RowLayout& layout, int64_t hidden, int sms) {
   return (blocks_per_sm < 2 ? 1 : 2) * sms;
 }
 
-// BackwardStageOneOccupancy (launch.h) for storage type T (dtype).
+// BackwardStageOneOccupancy (launch.h) for storage type T (dtype): of the
+// instance a launch of buffers aligned to 16 bytes takes (for realigned rows
+// a multiple of 8 bytes wide, the half-shift one).
 template <typename T>
 StageOneOccupancy StageOneOccupancyOf(DType dtype, int64_t hidden, const BackwardLaunchKind& kind) {
   const RowLayout layout = ChooseRowLayout(Pass::kBackward, dtype, hidden, /*aligned=*/true);
@@ -474,7 +491,8 @@ StageOneOccupancy StageOneOccupancyOf(DType dtype, int64_t hidden, const Backwar
           auto choose = [&](auto center) {
             return ChooseStageOne<T, kVec, kIters, decltype(center)::value>(
                 layout, hidden, plain, kind.bias, kind.full, /*partials=*/true,
-                /*tensors=*/kind.y ? 3 : 2, /*residual_as_stored=*/true, plan_blocks);
+                /*tensors=*/kind.y ? 3 : 2, /*residual_as_stored=*/true, plan_blocks,
+                /*half_shift=*/hidden * static_cast<int64_t>(sizeof(T)) % 8 == 0);
           };
           const StageOne s = kind.center ? choose(std::true_type{}) : choose(std::false_type{});
           if (s.kernel == nullptr || s.cluster_ctas != 1) return cudaErrorInvalidConfiguration;
