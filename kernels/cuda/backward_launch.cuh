@@ -312,16 +312,18 @@ StageOne ChooseStageOne(const RowLayout& layout, int64_t hidden, bool plain, boo
                                        decltype(half)::value>;
         };
         // Rows that start on 8 bytes copied as 8-byte halves (kHalfShift)
-        // where that measured faster, on the H200 against the shifted copies
-        // (gpu-2026-12-01-round69.md, tables 2-3): fp32 rows but fused ones
-        // with y, 16-bit RMSNorm rows without bias or residual. bf16 RMSNorm
-        // 4096 x 14500 137.6 -> 119.8 us, 8192 x 10004 202.3 -> 162.8, 4096 x
-        // 12004 120.3 -> 93.9, 2048 x 16380 81.9 -> 77.2; fp32 RMSNorm /
-        // LayerNorm / add + RMSNorm 8192 x 6002 183.6 -> 155.3 / 191.2 -> 159.6
-        // / 218.2 -> 211.1, 8192 x 8190 RMSNorm 228.6 -> 218.3. Slower on 16-bit
-        // LayerNorm and fused rows, whatever the copies' place or barriers
-        // (4096 x 14500 LayerNorm 156.9 -> 228.2, add + RMSNorm 182.7 ->
-        // 214.9), and on fp32 fused rows with y (8192 x 8190 386.5 -> 411.1).
+        // where that measured faster than the shifted copies, on the H200
+        // (gpu-2026-12-01-round69.md, table 4): fp32 rows but fused ones with
+        // y, 16-bit RMSNorm rows without bias or residual. bf16 RMSNorm 4096 x
+        // 14500 137.7 -> 119.3 us, 8192 x 10004 202.0 -> 162.4, 4096 x 12004
+        // 120.3 -> 93.7, 2048 x 16380 81.85 -> 76.85; fp32 RMSNorm / LayerNorm
+        // / add + RMSNorm 8192 x 6002 182.9 -> 155.65 / 191.2 -> 159.6 / 218.15
+        // -> 212.15, 8192 x 8190 228.55 -> 217.85 / 236.1 -> 234.85 / 286.25 ->
+        // 280.25. Slower (table 2) on 16-bit LayerNorm and fused rows, whose
+        // half instances spill or take more registers, with or without the
+        // barriers (table 3): 4096 x 14500 LayerNorm 157.0 -> 228.2, add +
+        // RMSNorm 182.7 -> 214.9; on fp32 fused rows with y 8192 x 8190 386.5
+        // -> 411.1.
         if constexpr (kCtas == 1 && (sizeof(T) == 4 || (!kCenter && !kFused))) {
           if (half_shift && (sizeof(T) == 4 ? !kFused || tensors < 3 : !db)) {
             if constexpr (sizeof(T) == 4) {

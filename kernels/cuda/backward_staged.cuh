@@ -131,6 +131,7 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
   // two 8-byte halves into its aligned slot, and reads them back as they are:
   // no shift and no block barrier, the pipeline of aligned rows. The same
   // values in the same slots (zeros past the row's end), so the same bits.
+  // ChooseStageOne takes it where it measured faster.
   static_assert(!kHalfShift || (kRealigned && kCtas == 1), "half shifts: realigned, one block");
   constexpr bool kKeep =
       kHeld || (kCtas > 1 && sizeof(T) == 4 && !kFused && (!kDb || (kFull && kCtas == 2)));

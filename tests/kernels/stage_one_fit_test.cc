@@ -46,9 +46,7 @@ TEST(StageOneFitTest, EveryOneBlockBackwardLaunchHoldsItsChunkPlan) {
   int checked = 0;
   for (const DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
     const int64_t vec = 16 / static_cast<int64_t>(DTypeSize(dtype));
-    // Whole vectors and, between them, rows of half vectors: the realigned
-    // ones among those take their own instances.
-    for (int64_t hidden = vec / 2; hidden <= 16384; hidden += vec / 2) {
+    for (int64_t hidden = vec; hidden <= 16384; hidden += vec) {
       const bool fills = FullRow(ChooseRowLayout(Pass::kBackward, dtype, hidden, /*aligned=*/true),
                                  hidden, hidden);
       for (const bool center : {false, true}) {
