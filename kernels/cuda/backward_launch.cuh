@@ -106,12 +106,29 @@ StageOne ChooseGeneralStageOne(const RowLayout& layout, int64_t hidden, bool pla
     constexpr bool kWeightRow = decltype(weight_row)::value;
     s.cluster_ctas = kCtas;
     s.shared_bytes = staged_bytes(ctas, kFused ? tensors : 2, kWeightRow);
-    if constexpr (kCtas == 1 && sizeof(T) == 4 && VEC == 4 && ITERS == 2 && kCenter && kFused &&
+    if constexpr (kCtas == 1 && sizeof(T) == 4 &&
+                  ((VEC == 4 && ITERS == 2) || (VEC == 2 && ITERS == 4)) && kCenter && kFused &&
                   kWeightRow) {
-      if (layout.threads() > kTargetThreads) {
+      // Rows of half vectors only over 352-384 threads (hidden 2562-3070),
+      // whose unbounded instances hold one block per SM (StageOneFit over
+      // half-vector widths); over 288-320 they hold two (not measured bounded).
+      const int fewest = VEC == 2 ? 320 : kTargetThreads;
+      if (layout.threads() > fewest && layout.threads() <= kTwoVectorF32Threads) {
         s.kernel = ForDbFull(db, full, [](auto kdb, auto kfull) {
-          return &BackwardStagedFusedLayerNormKernel<decltype(kdb)::value, decltype(kfull)::value>;
+          constexpr bool kFull = decltype(kfull)::value;
+          return &BackwardStagedFusedLayerNormKernel<VEC, ITERS, decltype(kdb)::value, kFull,
+                                                     /*kPadded=*/(VEC == 2 && !kFull)>;
         });
+        return s;
+      }
+    }
+    if constexpr (kCtas == 1 && sizeof(T) == 4 && VEC == 2 && ITERS == 4 && !kCenter &&
+                  kWeightRow) {
+      const int threads = layout.threads();
+      if (!full && threads > kTwoVectorF32Threads &&
+          (!kFused || (tensors < 3 && threads < kMaxThreads))) {
+        s.kernel = db ? &BackwardStagedHalfRmsF32Kernel<true, kFused>
+                      : &BackwardStagedHalfRmsF32Kernel<false, kFused>;
         return s;
       }
     }

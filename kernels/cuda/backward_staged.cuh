@@ -545,12 +545,37 @@ __global__ void __launch_bounds__(kMaxThreads)
 // (79-80 registers, no spills). Fused LayerNorm backward 32768 x 3000 569.5 ->
 // 392.8 us on an H200, 647.5 -> 541.3 on an H100 (round 37). Bounded by the
 // layouts' own limit (row_layout.h), so the two cannot drift apart.
-template <bool kDb, bool kFull>
+// The same bound for rows of half vectors at 4 each over 352-384 threads
+// (hidden 2562-3070 of 2 mod 4, padded: kPadded), whose instances took 83-98
+// registers, one block per SM: fused LayerNorm backward of a saved p on the
+// H200 (gpu-2026-12-02-round70.md, table 2) 16384 x 2562 232.0 -> 189.6 us,
+// 16384 x 2818 238.8 -> 196.6, 16384 x 3070 246.8 -> 210.9, 32768 x 2562
+// 446.0 -> 362.6; the other kinds unchanged.
+template <int VEC, int ITERS, bool kDb, bool kFull, bool kPadded = false>
 __global__ void __launch_bounds__(kTwoVectorF32Threads, 2)
     BackwardStagedFusedLayerNormKernel(const BackwardArgs a, const int tpr, const int rows_per_cta,
                                        const int64_t chunk_rows) {
-  BackwardStagedRows<float, 4, 2, kDb, /*kCenter=*/true, 1, kFull, /*kFused=*/true, true>(
-      a, tpr, rows_per_cta, chunk_rows);
+  BackwardStagedRows<float, VEC, ITERS, kDb, /*kCenter=*/true, 1, kFull, /*kFused=*/true, true,
+                     /*kHeld=*/false, kPadded>(a, tpr, rows_per_cta, chunk_rows);
+}
+
+// fp32 RMSNorm rows of half vectors at 4 each over 385-512 threads (hidden
+// 3074-4094 of 2 mod 4, padded): BackwardStagedKernel's plain instance takes
+// 78 registers, one block per SM where the chunk plan (from the LayerNorm one,
+// 64) runs two; bounded to two. Measured on the H200
+// (gpu-2026-12-02-round70.md, table 3), RMSNorm backward 16384 x 3074 188.5
+// -> 163.9 us, 16384 x 3586 203.5 -> 192.4, 16384 x 4094 216.7 -> 213.4,
+// 32768 x 3586 386.1 -> 369.9; add + RMSNorm of a saved p (no y) over at most
+// 480 threads 243.6 -> 212.4, 259.2 -> 248.5, 499.3 -> 486.5 (over 512, 16384
+// x 4094: 276.6 -> 284.0, not taken). Slower bounded, so not taken: fused rows
+// with y (16384 x 3586 299.2 -> 373.6) and LayerNorm (fused 275.5 -> 304.3;
+// plain rows already hold two at 64 registers).
+template <bool kDb, bool kFused>
+__global__ void __launch_bounds__(kMaxThreads, 2)
+    BackwardStagedHalfRmsF32Kernel(const BackwardArgs a, const int tpr, const int rows_per_cta,
+                                   const int64_t chunk_rows) {
+  BackwardStagedRows<float, 2, 4, kDb, /*kCenter=*/false, 1, /*kFull=*/false, kFused, true,
+                     /*kHeld=*/false, /*kPadded=*/true>(a, tpr, rows_per_cta, chunk_rows);
 }
 
 // Blocks of more than kTargetThreads and at most kPairedThreads threads (16-bit

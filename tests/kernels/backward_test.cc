@@ -176,7 +176,8 @@ TEST_P(ManyRowsBackwardTest, EveryRowAndTheReductionsMatchReference) {
 // half vectors) and 16385: realigned and staged over a cluster of four blocks
 // in fp32, two (16385: of 288 threads) or four in 16-bit. 40001: fp32 rows
 // stream (dw / db partials in the workspace), 16-bit ones realigned over a
-// cluster of four.
+// cluster of four. 2562 and 3586: fp32 rows of half vectors in one block of
+// 352 and 512 threads (16-bit ones, of no whole half vector, realigned).
 INSTANTIATE_TEST_SUITE_P(
     Kernels, ManyRowsBackwardTest,
     ::testing::Combine(::testing::ValuesIn(BackendNames()), AllDTypes(),
@@ -188,7 +189,7 @@ INSTANTIATE_TEST_SUITE_P(
                                          int64_t{14501}, int64_t{15000}, int64_t{16384},
                                          int64_t{16385}, int64_t{20000}, int64_t{20001},
                                          int64_t{20002}, int64_t{20004}, int64_t{40000},
-                                         int64_t{40001})),
+                                         int64_t{40001}, int64_t{2562}, int64_t{3586})),
     SuiteParamName);
 
 // The fused backward from x and y with the residual gradient in the batch

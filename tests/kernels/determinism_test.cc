@@ -527,13 +527,15 @@ TEST(CpuDeterminismTest, ResultsDoNotDependOnThreadCount) {
 
 // 14500 (bf16 / fp16) and 8190 (fp32): rows of half vectors that start on 8
 // bytes take the realigned kernel's half-shift instance, the same rows offset
-// by one element its shifting one (UnalignedPointers: the same bits).
+// by one element its shifting one (UnalignedPointers: the same bits). 2562
+// and 3586: fp32 rows of half vectors in one block of 352 threads (fused
+// LayerNorm: the instance bounded to two blocks per SM) and of 512.
 INSTANTIATE_TEST_SUITE_P(Kernels, DeterminismTest,
                          ::testing::Combine(::testing::ValuesIn(BackendNames()), AllDTypes(),
-                                            ::testing::Values(7, 512, 1000, 1004, 1024, 2048, 4096,
-                                                              5000, 6144, 8190, 8191, 8192, 10000,
-                                                              14500, 16384, 20000, 20001, 32768,
-                                                              40000)),
+                                            ::testing::Values(7, 512, 1000, 1004, 1024, 2048, 2562,
+                                                              3586, 4096, 5000, 6144, 8190, 8191,
+                                                              8192, 10000, 14500, 16384, 20000,
+                                                              20001, 32768, 40000)),
                          SuiteParamName);
 
 }  // namespace
