@@ -393,7 +393,7 @@ StageOne ChooseStageOne(const RowLayout& layout, int64_t hidden, bool plain, boo
 // Blocks per SM that a chunk plan of at most max_chunks blocks per segment
 // (MaxBackwardChunks) runs: 1 or 2.
 inline int PlanBlocksPerSm(int max_chunks) {
-  const int blocks = max_chunks / (MaxChunksPerSegment() / 2);
+  const int blocks = max_chunks / MultiprocessorCount();
   return blocks > 1 ? blocks : 1;
 }
 

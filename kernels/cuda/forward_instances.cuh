@@ -50,7 +50,7 @@ auto* SpreadRowInstance(int tpr) {
 // The waves (blocks that all SMs hold at once: ResidentBlocksPerSm) of
 // `kernel` in a launch of `blocks` blocks of `threads` threads.
 inline int64_t Waves(const void* kernel, int threads, int64_t blocks) {
-  const int64_t per_wave = MaxChunksPerSegment() / 2 * ResidentBlocksPerSm(kernel, threads);
+  const int64_t per_wave = MultiprocessorCount() * ResidentBlocksPerSm(kernel, threads);
   return (blocks + per_wave - 1) / per_wave;
 }
 

@@ -309,7 +309,7 @@ cudaError_t LaunchForwardLayout(const ForwardArgs& a, const RowLayout& layout,
       if constexpr (sizeof(T) == 2 && kVec == 4) {
         int tpr = 0;
         if (auto* lean = LongHalfRowInstance<T, kCenter>(a, tpr)) {
-          if (a.rows <= MaxChunksPerSegment() / 2) {  // at most one row per SM
+          if (AtMostOneRowPerSm(a.rows)) {
             return LaunchStagedLongRow<T, kVec, kCenter, false>(a, tpr, stream);
           }
           lean<<<static_cast<unsigned>(a.rows), tpr, 0, stream>>>(1, a);

@@ -199,7 +199,7 @@ cudaError_t LaunchStagedLongRow(const ForwardArgs& a, int tpr, cudaStream_t stre
     if (tpr != kTpr) return;
     auto* kernel = &StagedLongRowKernel<T, VEC, kIters, kCenter, kTpr, kFull>;
     if constexpr (sizeof(T) * VEC == 8) {
-      const bool few_rows = a.rows <= MaxChunksPerSegment() / 2;
+      const bool few_rows = AtMostOneRowPerSm(a.rows);
       if constexpr (kTpr < (kCenter ? kStagedHalfLayerNormThreads : kStagedLongRowThreads)) {
         if (!few_rows) return;  // LongHalfRowInstance's
       } else if (!few_rows) {

@@ -53,7 +53,9 @@ int CachedDeviceAttribute(int fallback) {
 
 }  // namespace
 
-int MaxChunksPerSegment() { return 2 * CachedDeviceAttribute<cudaDevAttrMultiProcessorCount>(132); }
+int MultiprocessorCount() { return CachedDeviceAttribute<cudaDevAttrMultiProcessorCount>(132); }
+
+int MaxChunksPerSegment() { return 2 * MultiprocessorCount(); }
 
 size_t MaxSharedBytesPerBlock() {
   // The fallback is the H100's.
@@ -98,7 +100,7 @@ int MaxBackwardChunks(DType dtype, int64_t hidden, const RowLayout& layout) {
     const std::lock_guard<std::mutex> lock(mutex);
     if (const auto it = cache.find(key); it != cache.end()) return it->second;
   }
-  const int sms = MaxChunksPerSegment() / 2;
+  const int sms = MultiprocessorCount();
   int chunks = 2 * sms;
   switch (dtype) {
     case DType::kF32:

@@ -122,8 +122,13 @@ struct BackwardArgs {
 // with the launch's device current (a segment gets at most MaxBackwardChunks).
 int PlanBackward(DType dtype, int64_t hidden, bool aligned, SegmentPlan* segments,
                  int num_segments);
+// The current device's SMs (132, an H100's, without a device).
+int MultiprocessorCount();
 // 2 per SM of the current device: the most blocks per SM a launch plans for.
 int MaxChunksPerSegment();
+// Whether a launch of `rows` rows of one block each runs at most one row per
+// SM: latency-bound, so some layouts take an instance with more in flight.
+inline bool AtMostOneRowPerSm(int64_t rows) { return rows <= MultiprocessorCount(); }
 // The most shared memory one block of the current device may opt in to.
 size_t MaxSharedBytesPerBlock();
 // Whether the current device's peak DRAM bandwidth per SM is at least
