@@ -5,8 +5,8 @@
 // GB/s counts the minimum bytes: fwd 2·m·n·s, fused add 4·m·n·s, bwd 3·m·n·s,
 // fused add bwd 4·m·n·s (add_rms_bwd: read the saved p = x + y, dy and the
 // incoming gradient of p, write dx, as the peers do: fused_bwd_peers.py) or
-// 5·m·n·s (add_rms_bwd_xy: x and y instead of p). add_ln_fwd / add_ln_bwd: the
-// same with LayerNorm (a bias, and db), not in the default --ops.
+// 5·m·n·s (add_rms_bwd_xy: x and y instead of p). add_ln_fwd / add_ln_bwd /
+// add_ln_bwd_xy: the same with LayerNorm (a bias, and db), not in the default --ops.
 //
 // Each (op, shape, dtype) is also checked: outputs poisoned before the first
 // call, then sampled rows (and dw / db where the shape is small enough)
@@ -191,10 +191,12 @@ void Free(const Buffers& b) {
 }
 
 enum class Op {
-  kRmsFwd, kLnFwd, kAddRmsFwd, kAddLnFwd, kRmsBwd, kLnBwd, kAddRmsBwd, kAddRmsBwdXy, kAddLnBwd, kCopy
+  kRmsFwd, kLnFwd, kAddRmsFwd, kAddLnFwd, kRmsBwd, kLnBwd, kAddRmsBwd, kAddRmsBwdXy, kAddLnBwd,
+  kAddLnBwdXy, kCopy
 };
 constexpr Op kOps[] = {Op::kRmsFwd, Op::kLnFwd,     Op::kAddRmsFwd,   Op::kAddLnFwd, Op::kRmsBwd,
-                       Op::kLnBwd,  Op::kAddRmsBwd, Op::kAddRmsBwdXy, Op::kAddLnBwd, Op::kCopy};
+                       Op::kLnBwd,  Op::kAddRmsBwd, Op::kAddRmsBwdXy, Op::kAddLnBwd,
+                       Op::kAddLnBwdXy, Op::kCopy};
 const char* OpName(Op op) {
   switch (op) {
     case Op::kRmsFwd: return "rms_fwd";
@@ -206,22 +208,27 @@ const char* OpName(Op op) {
     case Op::kAddRmsBwd: return "add_rms_bwd";
     case Op::kAddRmsBwdXy: return "add_rms_bwd_xy";
     case Op::kAddLnBwd: return "add_ln_bwd";
+    case Op::kAddLnBwdXy: return "add_ln_bwd_xy";
     case Op::kCopy: return "copy";
   }
   return "?";
 }
 bool IsFusedBackward(Op op) {
-  return op == Op::kAddRmsBwd || op == Op::kAddRmsBwdXy || op == Op::kAddLnBwd;
+  return op == Op::kAddRmsBwd || op == Op::kAddRmsBwdXy || op == Op::kAddLnBwd ||
+         op == Op::kAddLnBwdXy;
 }
 // Whether the backward's x is the p saved by a fused forward (no y).
 bool ReadsSavedP(Op op) { return op == Op::kAddRmsBwd || op == Op::kAddLnBwd; }
 bool IsFusedForward(Op op) { return op == Op::kAddRmsFwd || op == Op::kAddLnFwd; }
 bool IsBackward(Op op) { return op == Op::kRmsBwd || op == Op::kLnBwd || IsFusedBackward(op); }
 // Whether the op reads x and y (p = x + y formed in the kernel).
-bool ReadsXAndY(Op op) { return IsFusedForward(op) || op == Op::kAddRmsBwdXy; }
+bool ReadsXAndY(Op op) {
+  return IsFusedForward(op) || op == Op::kAddRmsBwdXy || op == Op::kAddLnBwdXy;
+}
 // LayerNorm with a bias (and db in the backward).
 bool IsLn(Op op) {
-  return op == Op::kLnFwd || op == Op::kLnBwd || op == Op::kAddLnFwd || op == Op::kAddLnBwd;
+  return op == Op::kLnFwd || op == Op::kLnBwd || op == Op::kAddLnFwd || op == Op::kAddLnBwd ||
+         op == Op::kAddLnBwdXy;
 }
 
 ForwardArgs MakeForward(Op op, DType dtype, int64_t m, int64_t n, const Buffers& b, bool stats) {
@@ -270,7 +277,7 @@ BackwardArgs MakeBackward(Op op, DType dtype, int64_t m, int64_t n, const Buffer
   a.workspace = b.ws;
   if (IsFusedBackward(op)) a.grad_residual_out = b.dres;
   if (ReadsSavedP(op)) a.x = b.res;  // p, saved by the forward
-  if (op == Op::kAddRmsBwdXy) a.y = b.y;
+  if (op == Op::kAddRmsBwdXy || op == Op::kAddLnBwdXy) a.y = b.y;
   return a;
 }
 
@@ -422,10 +429,16 @@ int main(int argc, char** argv) {
       const auto mn = Split(shape, 'x');
       const int64_t m = std::atoll(mn[0].c_str()), n = std::atoll(mn[1].c_str());
       const size_t bytes = static_cast<size_t>(m) * n * s;
-      const int chunks = [&] {
-        SegmentPlan plan;
-        plan.rows = m;
-        return PlanBackward(dtype, n, true, &plan, 1);
+      const int chunks = [&] {  // of any op's layout (ChooseBackwardRowLayout)
+        int most = 0;
+        for (const bool center : {false, true}) {
+          for (const bool y : {false, true}) {
+            SegmentPlan plan;
+            plan.rows = m;
+            most = std::max(most, PlanBackward(dtype, n, true, center, y, &plan, 1));
+          }
+        }
+        return most;
       }();
       Buffers b = Allocate(m, n, s, BackwardWorkspaceBytes(n, chunks), one_buffer);
       const uint64_t seed = m * 7 + n;
@@ -443,8 +456,8 @@ int main(int argc, char** argv) {
         }
         // Saved statistics for backward come from a forward of the same kind.
         if (IsBackward(op)) {
-          const Op forward = op == Op::kLnBwd        ? Op::kLnFwd
-                             : op == Op::kAddLnBwd   ? Op::kAddLnFwd
+          const Op forward = op == Op::kLnBwd                                 ? Op::kLnFwd
+                             : op == Op::kAddLnBwd || op == Op::kAddLnBwdXy ? Op::kAddLnFwd
                              : IsFusedBackward(op) ? Op::kAddRmsFwd
                                                    : Op::kRmsFwd;
           CHECK_CUDA(LaunchForward(MakeForward(forward, dtype, m, n, b, true), stream));
@@ -500,7 +513,7 @@ int main(int argc, char** argv) {
         }
         std::sort(times.begin(), times.end());
         const double ms = times[times.size() / 2];
-        const double factor = op == Op::kAddRmsBwdXy                      ? 5
+        const double factor = op == Op::kAddRmsBwdXy || op == Op::kAddLnBwdXy ? 5
                               : IsFusedForward(op) || ReadsSavedP(op)        ? 4
                               : IsBackward(op)                              ? 3
                                                                             : 2;

@@ -3,6 +3,7 @@
 // do_bench, torch tensors) beside them, as well as with norm_bench's. Plain
 // ops only: weight always, bias for LayerNorm, fp32 dw / db, saved statistics
 // in the backward (the forward's), p = x + y saved for the fused backward.
+#include <algorithm>
 #include <cstdint>
 
 #include "cuda/launch.h"
@@ -47,11 +48,16 @@ int normserve_forward(int dtype, int center, const void* x, const void* y, const
   return cuda::LaunchForward(a, static_cast<cudaStream_t>(stream));
 }
 
-// Bytes of workspace normserve_backward needs for one segment of `rows`.
+// Bytes of workspace normserve_backward (no y) needs for one segment of
+// `rows`, of either norm (their layouts may differ: ChooseBackwardRowLayout).
 int64_t normserve_backward_workspace(int dtype, int64_t rows, int64_t hidden) {
-  cuda::SegmentPlan plan;
-  plan.rows = rows;
-  const int chunks = cuda::PlanBackward(static_cast<DType>(dtype), hidden, true, &plan, 1);
+  int chunks = 0;
+  for (const bool center : {false, true}) {
+    cuda::SegmentPlan plan;
+    plan.rows = rows;
+    chunks = std::max(chunks, cuda::PlanBackward(static_cast<DType>(dtype), hidden, true, center,
+                                                 /*y=*/false, &plan, 1));
+  }
   return static_cast<int64_t>(cuda::BackwardWorkspaceBytes(hidden, chunks));
 }
 

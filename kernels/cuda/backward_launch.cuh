@@ -495,7 +495,8 @@ int BackwardResidentBlocks(const RowLayout& layout, int64_t hidden, int sms) {
 // a multiple of 8 bytes wide, the half-shift one).
 template <typename T>
 StageOneOccupancy StageOneOccupancyOf(DType dtype, int64_t hidden, const BackwardLaunchKind& kind) {
-  const RowLayout layout = ChooseRowLayout(Pass::kBackward, dtype, hidden, /*aligned=*/true);
+  const RowLayout layout =
+      ChooseBackwardRowLayout(dtype, hidden, /*aligned=*/true, kind.center, kind.y);
   if (layout.iters == 0 || layout.ctas_per_row != 1) return {};
   const int plan_blocks = PlanBlocksPerSm(MaxBackwardChunks(dtype, hidden, layout));
   int blocks = 0;
@@ -527,7 +528,8 @@ cudaError_t LaunchBackwardTyped(const BackwardArgs& in, cudaStream_t stream) {
   BackwardArgs a = in;
   const bool aligned =
       VectorAligned({a.x, a.y, a.grad_out, a.grad_residual_out, a.weight, a.grad_in});
-  const RowLayout layout = ChooseRowLayout(Pass::kBackward, a.dtype, a.hidden, aligned);
+  const RowLayout layout =
+      ChooseBackwardRowLayout(a.dtype, a.hidden, aligned, a.norm.center, a.y != nullptr);
   const int max_chunks = MaxBackwardChunks(a.dtype, a.hidden, layout);
   int64_t chunk_rows = 0;  // of a batch without segment descriptors
   if (a.segments == nullptr) {

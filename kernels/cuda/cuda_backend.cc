@@ -130,11 +130,24 @@ class CudaBackend final : public Backend {
     return RunForward(batch, *lane.get());
   }
 
+  // Segments with y and segments without run as two launches: a launch's
+  // layout may depend on whether it has y (ChooseBackwardRowLayout), and a
+  // row's bits on its layout, so a row's bits never depend on its neighbours.
   absl::Status Backward(const BackwardBatch& batch) override {
     if (absl::Status status = ValidateBackwardBatch(batch); !status.ok()) return status;
     LaneHolder lane(this);
     NORMSERVE_CUDA_RETURN(cudaSetDevice(device_));
-    return RunBackward(batch, *lane.get());
+    BackwardBatch with_y = batch, without_y = batch;
+    with_y.segments.clear();
+    without_y.segments.clear();
+    for (const BackwardSegment& s : batch.segments) {
+      (HasY(s) ? with_y : without_y).segments.push_back(s);
+    }
+    if (with_y.segments.empty() || without_y.segments.empty()) {
+      return RunBackward(batch, *lane.get());
+    }
+    if (absl::Status status = RunBackward(with_y, *lane.get()); !status.ok()) return status;
+    return RunBackward(without_y, *lane.get());
   }
 
  private:
@@ -247,6 +260,9 @@ class CudaBackend final : public Backend {
     return absl::OkStatus();
   }
 
+  static bool HasY(const BackwardSegment& s) { return s.y != nullptr && s.rows > 0; }
+
+  // A batch whose segments with rows all have y, or none has (Backward).
   absl::Status RunBackward(const BackwardBatch& batch, Lane& lane) {
     const int64_t rows = TotalRows(batch);
     const int num_segments = static_cast<int>(batch.segments.size());
@@ -262,7 +278,7 @@ class CudaBackend final : public Backend {
     std::vector<SegmentPlan> plan(num_segments);
     for (int i = 0; i < num_segments; ++i) {
       const BackwardSegment& s = batch.segments[i];
-      any_y |= s.y != nullptr && s.rows > 0;
+      any_y |= HasY(s);
       any_gres |= s.grad_residual_out != nullptr && s.rows > 0;
       any_stats |= s.rstd != nullptr && s.rows > 0;
       any_dw |= s.grad_weight != nullptr;
@@ -273,7 +289,8 @@ class CudaBackend final : public Backend {
     // Every staged tensor starts on a region boundary (Layout): LaunchBackward
     // finds its buffers aligned, and the width alone picks the vector.
     const int total_chunks =
-        cuda::PlanBackward(batch.dtype, batch.hidden, /*aligned=*/true, plan.data(), num_segments);
+        cuda::PlanBackward(batch.dtype, batch.hidden, /*aligned=*/true, batch.config.center, any_y,
+                           plan.data(), num_segments);
 
     Layout layout;
     const size_t x_at = layout.Add(rows * row_bytes);
@@ -301,13 +318,7 @@ class CudaBackend final : public Backend {
       const size_t bytes = s.rows * row_bytes;
       std::memcpy(host + x_at + at, s.x, bytes);
       std::memcpy(host + dy_at + at, s.grad_out, bytes);
-      if (any_y) {
-        if (s.y != nullptr) {
-          std::memcpy(host + y_at + at, s.y, bytes);
-        } else {
-          std::memset(host + y_at + at, 0, bytes);
-        }
-      }
+      if (HasY(s)) std::memcpy(host + y_at + at, s.y, bytes);
       if (any_gres) {
         const size_t res_at = row * res_row_bytes;
         const size_t res_bytes = s.rows * res_row_bytes;

@@ -118,9 +118,9 @@ int MaxBackwardChunks(DType dtype, int64_t hidden, const RowLayout& layout) {
   return chunks;
 }
 
-int PlanBackward(DType dtype, int64_t hidden, bool aligned, SegmentPlan* segments,
-                 int num_segments) {
-  const RowLayout layout = ChooseRowLayout(Pass::kBackward, dtype, hidden, aligned);
+int PlanBackward(DType dtype, int64_t hidden, bool aligned, bool center, bool y,
+                 SegmentPlan* segments, int num_segments) {
+  const RowLayout layout = ChooseBackwardRowLayout(dtype, hidden, aligned, center, y);
   const int max_chunks = MaxBackwardChunks(dtype, hidden, layout);
   int64_t row = 0;
   int chunk = 0;

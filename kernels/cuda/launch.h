@@ -118,10 +118,12 @@ struct BackwardArgs {
 
 // Fills segments[i].row_begin / chunk_begin / chunks / chunk_rows for the given row
 // counts (segments[i].rows and has_stats set by the caller); returns the total
-// number of chunks. Same dtype, hidden and alignment as the launch; call it
-// with the launch's device current (a segment gets at most MaxBackwardChunks).
-int PlanBackward(DType dtype, int64_t hidden, bool aligned, SegmentPlan* segments,
-                 int num_segments);
+// number of chunks. Same dtype, hidden, alignment, norm (center: LayerNorm)
+// and y (whether the launch has one) as the launch, which pick its layout
+// (ChooseBackwardRowLayout); call it with the launch's device current (a
+// segment gets at most MaxBackwardChunks).
+int PlanBackward(DType dtype, int64_t hidden, bool aligned, bool center, bool y,
+                 SegmentPlan* segments, int num_segments);
 // The current device's SMs (132, an H100's, without a device).
 int MultiprocessorCount();
 // 2 per SM of the current device: the most blocks per SM a launch plans for.

@@ -319,6 +319,34 @@ inline RowLayout ChooseRowLayout(Pass pass, DType dtype, int64_t hidden, bool al
   return GeneralRowLayout(pass, dtype, hidden, aligned);
 }
 
+// A backward launch's layout: ChooseRowLayout's, but fp32 LayerNorm (center)
+// rows of half vectors that 4 per thread spread over more than
+// kTwoVectorF32Threads (hidden 3074-4094 of 2 mod 4) in launches without y
+// take the rounded row realigned (RealignedRow): 16-byte vectors over 224-256
+// threads instead of 8-byte ones over 385-512, in launches latency-bound per
+// row. Measured on the H200 (bench/results/gpu-2026-12-02-round73.md, table
+// 3), LayerNorm backward 16384 x 3074 189.75 -> 167.2 us, 16384 x 3586 205.3
+// -> 195.35, 16384 x 4094 219.95 -> 218.1, 32768 x 3586 394.05 -> 375.15;
+// add + LayerNorm of a saved p 263.5 -> 227.3, 275.35 -> 254.85, 287.2 ->
+// 288.9 (the one loss), 527.2 -> 492.9. With y (x + y form) realigned rows
+// were slower (table 2: 16384 x 3586 297.15 -> 331.8, 16384 x 4094 339.1 ->
+// 369.0), so those keep half vectors, and the CUDA backend never launches
+// segments with y and without together: a row's layout, and so its bits,
+// depends on its own request, never on its neighbours. RMSNorm rows keep half
+// vectors (BackwardStagedHalfRmsF32Kernel; realigned, add + RMSNorm was slower:
+// gpu-2026-12-02-round70.md, table 1).
+inline RowLayout ChooseBackwardRowLayout(DType dtype, int64_t hidden, bool aligned, bool center,
+                                         bool y) {
+  const RowLayout layout = ChooseRowLayout(Pass::kBackward, dtype, hidden, aligned);
+  if (center && !y && DTypeSize(dtype) == 4 && layout.vec == 2 && !layout.realigned &&
+      layout.ctas_per_row == 1 && layout.threads() > kTwoVectorF32Threads) {
+    if (const RowLayout realigned = RealignedRow(dtype, hidden); realigned.realigned) {
+      return realigned;
+    }
+  }
+  return layout;
+}
+
 // ChooseRowLayout but for its realigned and held rows.
 inline RowLayout GeneralRowLayout(Pass pass, DType dtype, int64_t hidden, bool aligned) {
   RowLayout layout;

@@ -177,7 +177,8 @@ TEST_P(ManyRowsBackwardTest, EveryRowAndTheReductionsMatchReference) {
 // in fp32, two (16385: of 288 threads) or four in 16-bit. 40001: fp32 rows
 // stream (dw / db partials in the workspace), 16-bit ones realigned over a
 // cluster of four. 2562 and 3586: fp32 rows of half vectors in one block of
-// 352 and 512 threads (16-bit ones, of no whole half vector, realigned).
+// 352 and 480 threads (LayerNorm without y at 3586: realigned, 256 threads,
+// ChooseBackwardRowLayout; 16-bit ones, of no whole half vector, realigned).
 INSTANTIATE_TEST_SUITE_P(
     Kernels, ManyRowsBackwardTest,
     ::testing::Combine(::testing::ValuesIn(BackendNames()), AllDTypes(),

@@ -529,7 +529,9 @@ TEST(CpuDeterminismTest, ResultsDoNotDependOnThreadCount) {
 // bytes take the realigned kernel's half-shift instance, the same rows offset
 // by one element its shifting one (UnalignedPointers: the same bits). 2562
 // and 3586: fp32 rows of half vectors in one block of 352 threads (fused
-// LayerNorm: the instance bounded to two blocks per SM) and of 512.
+// LayerNorm: the instance bounded to two blocks per SM) and of 480 (LayerNorm
+// without y: realigned, so next to segments with y the CUDA backend launches
+// them apart: PlainSegmentsAreBitwiseIdenticalNextToResidualOnes).
 INSTANTIATE_TEST_SUITE_P(Kernels, DeterminismTest,
                          ::testing::Combine(::testing::ValuesIn(BackendNames()), AllDTypes(),
                                             ::testing::Values(7, 512, 1000, 1004, 1024, 2048, 2562,

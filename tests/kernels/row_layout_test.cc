@@ -313,6 +313,44 @@ TEST(RowLayoutTest, Fp32BackwardRowsOfNoWholeVectorAreRealigned) {
             kWideClusterCtas);
 }
 
+// A backward launch's layout is ChooseRowLayout's but for fp32 LayerNorm rows
+// of half vectors over more than kTwoVectorF32Threads at 4 each (3074-4094 of
+// 2 mod 4) in launches without y, which take the rounded row realigned.
+TEST(RowLayoutTest, Fp32LayerNormBackwardHalfRowsPast384ThreadsWithoutYAreRealigned) {
+  using kernels::cuda::ChooseBackwardRowLayout;
+  for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
+    for (bool aligned : {false, true}) {
+      for (int64_t hidden = 1; hidden <= 65536; hidden += hidden < 8192 ? 1 : 97) {
+        const RowLayout rms = ChooseRowLayout(Pass::kBackward, dtype, hidden, aligned);
+        for (bool center : {false, true}) {
+          for (bool y : {false, true}) {
+            SCOPED_TRACE(testing::Message()
+                         << kernels::DTypeName(dtype) << " aligned " << aligned << " hidden "
+                         << hidden << " center " << center << " y " << y);
+            const RowLayout l = ChooseBackwardRowLayout(dtype, hidden, aligned, center, y);
+            const bool moved = center && !y && dtype == DType::kF32 && aligned && hidden % 4 == 2 &&
+                               hidden >= 3074 && hidden <= 4094;
+            ASSERT_EQ(l.realigned, rms.realigned || moved);
+            if (moved) {
+              ASSERT_EQ(rms.vec, 2);
+              ASSERT_GT(rms.threads(), kTwoVectorF32Threads);
+              ASSERT_EQ(l.vec, 4);
+              ASSERT_EQ(l.ctas_per_row, 1);
+              ASSERT_LE(l.threads(), kTwoVectorF32Threads);
+            } else {
+              ASSERT_EQ(l.vec, rms.vec);
+              ASSERT_EQ(l.iters, rms.iters);
+              ASSERT_EQ(l.tpr, rms.tpr);
+              ASSERT_EQ(l.rows_per_cta, rms.rows_per_cta);
+              ASSERT_EQ(l.ctas_per_row, rms.ctas_per_row);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 // ForwardKernel's 16-bit instances of 8 vectors per thread assume one row
 // group per block (kOneGroup).
 TEST(RowLayoutTest, SixteenBitForwardRowsOfEightVectorsFillABlock) {
