@@ -137,15 +137,15 @@ class CudaBackend final : public Backend {
     if (absl::Status status = ValidateBackwardBatch(batch); !status.ok()) return status;
     LaneHolder lane(this);
     NORMSERVE_CUDA_RETURN(cudaSetDevice(device_));
+    const auto& segments = batch.segments;
+    if (std::all_of(segments.begin(), segments.end(), HasY) ||
+        std::none_of(segments.begin(), segments.end(), HasY)) {
+      return RunBackward(batch, *lane.get());  // the common case: no copy
+    }
     BackwardBatch with_y = batch, without_y = batch;
     with_y.segments.clear();
     without_y.segments.clear();
-    for (const BackwardSegment& s : batch.segments) {
-      (HasY(s) ? with_y : without_y).segments.push_back(s);
-    }
-    if (with_y.segments.empty() || without_y.segments.empty()) {
-      return RunBackward(batch, *lane.get());
-    }
+    for (const BackwardSegment& s : segments) (HasY(s) ? with_y : without_y).segments.push_back(s);
     if (absl::Status status = RunBackward(with_y, *lane.get()); !status.ok()) return status;
     return RunBackward(without_y, *lane.get());
   }
