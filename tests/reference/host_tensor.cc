@@ -1,6 +1,7 @@
 #include "host_tensor.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -68,51 +69,105 @@ double DecodeSmallFloat(SmallFloatFormat format, uint32_t bits) {
   return negative ? -value : value;
 }
 
+// The same rounding as EncodeSmallFloat, by integer arithmetic on the
+// double's bits, for values that land on a normal value of the format (almost
+// every random input): the 52-bit significand is cut to `mantissa_bits` with
+// ties to even, a carry out of the significand stepping the exponent (into the
+// all-ones exponent of Inf past the largest finite value, as rounding
+// requires). Other values (zero, subnormal results, overflow, NaN) return
+// false and take the frexp path.
+bool EncodeNormalSmallFloat(SmallFloatFormat format, double v, uint32_t* bits) {
+  const uint64_t d = std::bit_cast<uint64_t>(v);
+  const int bias = (1 << (format.exponent_bits - 1)) - 1;
+  const int exponent = static_cast<int>((d >> 52) & 0x7FF) - 1023;
+  if (exponent < 1 - bias || exponent > bias) return false;
+  const int dropped = 52 - format.mantissa_bits;
+  const uint64_t significand = d & ((uint64_t{1} << 52) - 1);
+  const uint64_t kept = significand >> dropped;
+  const uint64_t rest = significand & ((uint64_t{1} << dropped) - 1);
+  const uint64_t half = uint64_t{1} << (dropped - 1);
+  const uint64_t round_up = rest > half || (rest == half && (kept & 1));
+  const uint32_t sign = (d >> 63) ? 1u << (format.exponent_bits + format.mantissa_bits) : 0;
+  *bits = sign |
+          static_cast<uint32_t>((static_cast<uint64_t>(exponent + bias) << format.mantissa_bits) +
+                                kept + round_up);
+  return true;
+}
+
+// Every value of a 16-bit format, decoded once: Values() of large tensors.
+const std::vector<double>& DecodedHalves(DType dtype) {
+  static const auto decoded = [] {
+    std::array<std::vector<double>, 2> tables;
+    for (int f = 0; f < 2; ++f) {
+      const SmallFloatFormat format = FormatOf(f == 0 ? DType::kF16 : DType::kBF16);
+      tables[f].resize(1 << 16);
+      for (uint32_t bits = 0; bits <= 0xFFFF; ++bits) {
+        tables[f][bits] = DecodeSmallFloat(format, bits);
+      }
+    }
+    return tables;
+  }();
+  return decoded[dtype == DType::kF16 ? 0 : 1];
+}
+
 }  // namespace
 
 uint32_t EncodeElement(DType dtype, double v) {
   if (dtype == DType::kF32) return std::bit_cast<uint32_t>(static_cast<float>(v));
+  uint32_t bits;
+  if (EncodeNormalSmallFloat(FormatOf(dtype), v, &bits)) return bits;
   return EncodeSmallFloat(FormatOf(dtype), v);
 }
 
 double DecodeElement(DType dtype, uint32_t bits) {
   if (dtype == DType::kF32) return static_cast<double>(std::bit_cast<float>(bits));
-  return DecodeSmallFloat(FormatOf(dtype), bits);
+  return DecodedHalves(dtype)[bits & 0xFFFF];
+}
+
+HostTensor HostTensor::Zeros(DType dtype, int64_t n) {
+  HostTensor t;
+  t.dtype_ = dtype;
+  t.size_ = n;
+  t.bytes_.resize(t.bytes());
+  return t;
+}
+
+void HostTensor::SetBits(int64_t i, uint32_t bits) {
+  uint8_t* element = bytes_.data() + offset_bytes_ + i * kernels::DTypeSize(dtype_);
+  if (dtype_ == DType::kF32) {
+    std::memcpy(element, &bits, 4);
+  } else {
+    const auto half = static_cast<uint16_t>(bits);
+    std::memcpy(element, &half, 2);
+  }
 }
 
 HostTensor HostTensor::FromValues(DType dtype, const std::vector<double>& values) {
-  HostTensor t;
-  t.dtype_ = dtype;
-  t.size_ = static_cast<int64_t>(values.size());
-  t.bytes_.resize(t.bytes());
-  for (size_t i = 0; i < values.size(); ++i) {
-    const uint32_t bits = EncodeElement(dtype, values[i]);
-    if (dtype == DType::kF32) {
-      std::memcpy(t.bytes_.data() + 4 * i, &bits, 4);
-    } else {
-      const auto half = static_cast<uint16_t>(bits);
-      std::memcpy(t.bytes_.data() + 2 * i, &half, 2);
-    }
-  }
+  HostTensor t = Zeros(dtype, static_cast<int64_t>(values.size()));
+  for (size_t i = 0; i < values.size(); ++i) t.SetBits(i, EncodeElement(dtype, values[i]));
   return t;
 }
 
 HostTensor HostTensor::Random(DType dtype, int64_t n, std::mt19937_64& rng, double mean,
                               double stddev) {
   std::normal_distribution<double> normal(mean, stddev);
-  std::vector<double> values(n);
+  HostTensor t = Zeros(dtype, n);
   bool all_zero = true;
   while (all_zero && n > 0) {
-    for (double& v : values) {
-      v = normal(rng);
-      all_zero &= DecodeElement(dtype, EncodeElement(dtype, v)) == 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+      const uint32_t bits = EncodeElement(dtype, normal(rng));
+      t.SetBits(i, bits);
+      all_zero &= DecodeElement(dtype, bits) == 0.0;
     }
   }
-  return FromValues(dtype, values);
+  return t;
 }
 
 HostTensor HostTensor::Poisoned(DType dtype, int64_t n) {
-  return FromValues(dtype, std::vector<double>(n, std::nan("")));
+  HostTensor t = Zeros(dtype, n);
+  const uint32_t nan = EncodeElement(dtype, std::nan(""));
+  for (int64_t i = 0; i < n; ++i) t.SetBits(i, nan);
+  return t;
 }
 
 HostTensor HostTensor::Offset(int64_t elements) const {

@@ -52,6 +52,11 @@ class HostTensor {
   std::vector<double> Values() const;
 
  private:
+  // n elements of all-zero bits.
+  static HostTensor Zeros(DType dtype, int64_t n);
+  // Stores element i's bit pattern (16 bits for fp16 / bf16).
+  void SetBits(int64_t i, uint32_t bits);
+
   DType dtype_ = DType::kF32;
   int64_t size_ = 0;
   size_t offset_bytes_ = 0;

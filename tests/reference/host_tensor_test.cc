@@ -33,6 +33,26 @@ TEST(HostTensorTest, DecodeInvertsEncodeForEveryFiniteHalfPattern) {
   }
 }
 
+// Every interval between neighbouring finite values of fp16 and bf16, of
+// either sign: its midpoint rounds to the neighbour with the even pattern, the
+// doubles either side of the midpoint to the nearer neighbour. Covers the
+// integer path for normal results and the frexp path (subnormals, overflow).
+TEST(HostTensorTest, EncodeRoundsEveryIntervalToTheNearerNeighbour) {
+  for (DType dtype : {DType::kF16, DType::kBF16}) {
+    for (uint32_t sign : {0u, 0x8000u}) {
+      for (uint32_t bits = sign; bits < sign + 0x7FFF; ++bits) {
+        const double low = DecodeElement(dtype, bits);
+        const double high = DecodeElement(dtype, bits + 1);
+        if (!std::isfinite(high)) break;
+        const double mid = (low + high) / 2;  // exact: a few more bits than the format
+        ASSERT_EQ(EncodeElement(dtype, mid), (bits & 1) ? bits + 1 : bits) << std::hex << bits;
+        ASSERT_EQ(EncodeElement(dtype, std::nextafter(mid, low)), bits) << std::hex << bits;
+        ASSERT_EQ(EncodeElement(dtype, std::nextafter(mid, high)), bits + 1) << std::hex << bits;
+      }
+    }
+  }
+}
+
 TEST(HostTensorTest, RandomTensorsHoldTheirValuesExactly) {
   std::mt19937_64 rng(1);
   for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
