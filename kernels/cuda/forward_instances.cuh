@@ -436,6 +436,39 @@ auto LongFullRowInstance(int tpr) -> void (*)(int, ForwardArgs) {
   return kernel;
 }
 
+// The LeanRowKernel instance for a fused 16-bit full row (y) of 4 vectors per
+// thread over `tpr` threads, unspread (SpreadsOnce spreads only rows of a
+// power-of-two width up to 256 threads), in a launch that is not
+// latency-bound, or null where ForwardKernel's instance (`generic`) runs it:
+// rows of 3, 5, 6, 7, 12, 14, 15 and 16 warps (hidden 3072, 5120, 6144, 7168,
+// 12288, 14336, 15360, 16384) where the lean instance holds more blocks per SM
+// (ResidentBlocksPerSm). ForwardKernel's takes 86 registers, one block per SM
+// from 12 warps on (12 warps in flight at 12288); the lean one 58 (RMSNorm) or
+// 64 (LayerNorm), two. Measured on the H200 against ForwardKernel
+// (bench/results/gpu-2026-12-03-round74.md, table 2), add + RMSNorm / add +
+// LayerNorm: bf16 8192 x 12288 217.05 -> 200.1 / 226.15 -> 200.85 us, 1024 x
+// 12288 34.35 -> 30.4 / 36.0 -> 30.9, 8192 x 14336 241.7 -> 228.85 / 253.45
+// -> 229.85, 8192 x 16384 267.3 -> 263.9 / 272.65 -> 264.45, 16384 x 7168
+// 231.1 -> 228.1 / 239.3 -> 228.75; fp16 8192 x 12288 219.45 -> 200.15 /
+// 228.95 -> 200.8; hidden 3072-6144 within 1 % (16384 x 3072 101.3 -> 100.3).
+// Rows of 10 warps (hidden 10240: ForwardKernel two blocks, lean three) lost
+// (165.2 -> 166.3 / 165.55 -> 166.75) and keep ForwardKernel.
+template <typename T, int kVec, int kIters, bool kCenter, typename Generic>
+auto* LeanFusedUnspreadInstance(int tpr, int threads, Generic* generic) {
+  void (*kernel)(int, ForwardArgs) = nullptr;
+  auto fixed = [&](auto tpr_constant) {
+    constexpr int kTpr = decltype(tpr_constant)::value;
+    if (tpr == kTpr) kernel = &LeanRowKernel<T, kVec, kIters, kCenter, kTpr, 0, true>;
+  };
+  ForEachRowWidth(std::integer_sequence<int, 96, 160, 192, 224, 384, 448, 480, 512>{}, fixed);
+  if (kernel == nullptr ||
+      ResidentBlocksPerSm(reinterpret_cast<const void*>(kernel), threads) <=
+          ResidentBlocksPerSm(reinterpret_cast<const void*>(generic), threads)) {
+    return decltype(kernel){nullptr};
+  }
+  return kernel;
+}
+
 // The LeanRowKernel instance for a fused 16-bit row (y) spread once
 // (SpreadsOnce: 2 vectors over `tpr` threads), full, in a launch of `blocks`
 // blocks of `threads` threads that is not latency-bound, or null where

@@ -113,6 +113,13 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
                                                          generic);
     }
   }
+  if constexpr (sizeof(T) == 2 && kWide && kIters == 4) {  // fused rows unspread
+    if (layout.spread == 0 && !preload && full && a.y != nullptr) {
+      auto* generic = &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kFloats, true>;
+      lean = LeanFusedUnspreadInstance<T, kVec, kIters, kCenter>(layout.tpr, layout.threads(),
+                                                                 generic);
+    }
+  }
   if constexpr (kWide && (kIters == 4 || (sizeof(T) == 4 && kIters == 2))) {
     if (layout.spread == 0 && !preload && full && a.y == nullptr && a.residual_out == nullptr) {
       auto* generic = &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kFloats, true>;

@@ -6,7 +6,7 @@
 // tests.
 // ForwardKernel runs the same rows with a runtime layout (row groups,
 // positions and reduction loops computed per thread) and every parameter
-// combination behind runtime tests. Eight launches take it
+// combination behind runtime tests. Nine launches take it
 // (forward_launch.cuh, forward_instances.cuh):
 //  - plain 16-bit rows spread once (SpreadsOnce, where SpreadRowInstance
 //    says which; on the H200 ForwardKernel's spread instance lost to the
@@ -19,7 +19,8 @@
 //  - plain fp32 rows of 4096 spread once (SpreadFp32Instance; on the H200);
 //  - plain fp32 rows of 2 vectors per thread, unspread (LeanPairInstance:
 //    hidden 1024 and 2048);
-//  - fused 16-bit rows spread once (LeanFusedInstance);
+//  - fused 16-bit rows spread once (LeanFusedInstance), and full ones of 3-16
+//    warps unspread (LeanFusedUnspreadInstance);
 //  - plain 16-bit LayerNorm rows, and sparse RMSNorm rows (SparseRow), of 4
 //    vectors per thread with bounds tests (kFull = false;
 //    LaunchForwardRegisters);

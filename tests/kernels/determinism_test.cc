@@ -184,7 +184,9 @@ TEST_P(DeterminismTest, RowsAreBitwiseIdenticalAloneOrBatched) {
 // LeanFusedInstance); the lean launch's rows (LeanLaunchRows) run through
 // LeanRowKernel, the generic launch's (GenericLaunchRows) through
 // ForwardKernel, and on the H200 those of HighBandwidthLaunchRows through
-// LeanRowKernel's instances of 2 vectors per thread.
+// LeanRowKernel's instances of 2 vectors per thread. Fused 16-bit rows of
+// 6144, 12288 and 16384 in launches of 600 rows run through LeanRowKernel's
+// unspread fused instances (LeanFusedUnspreadInstance).
 TEST_P(DeterminismTest, FullRowsAreBitwiseIdenticalInSmallAndLargeLaunches) {
   const int64_t d = hidden();
   if (d > 16384) GTEST_SKIP() << "rows this long fill a block unspread";
@@ -536,8 +538,8 @@ INSTANTIATE_TEST_SUITE_P(Kernels, DeterminismTest,
                          ::testing::Combine(::testing::ValuesIn(BackendNames()), AllDTypes(),
                                             ::testing::Values(7, 512, 1000, 1004, 1024, 2048, 2562,
                                                               3586, 4096, 5000, 6144, 8190, 8191,
-                                                              8192, 10000, 14500, 16384, 20000,
-                                                              20001, 32768, 40000)),
+                                                              8192, 10000, 12288, 14500, 16384,
+                                                              20000, 20001, 32768, 40000)),
                          SuiteParamName);
 
 }  // namespace
