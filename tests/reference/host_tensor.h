@@ -8,8 +8,9 @@
 //   std::vector<double> values = out.Values();
 //
 // fp16 / bf16 encoding and decoding here is written independently of the
-// library's half.h (frexp / ldexp on doubles), so tests of half.h and of the
-// kernels do not check the library against itself.
+// library's half.h (frexp / ldexp on doubles, and for results of the normal
+// range the same rounding on the double's bits, which is faster), so tests of
+// half.h and of the kernels do not check the library against itself.
 #ifndef NORMSERVE_TESTS_REFERENCE_HOST_TENSOR_H_
 #define NORMSERVE_TESTS_REFERENCE_HOST_TENSOR_H_
 
