@@ -114,10 +114,16 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
     }
   }
   if constexpr (sizeof(T) == 2 && kWide && kIters == 4) {  // fused rows unspread
-    if (layout.spread == 0 && !preload && full && a.y != nullptr) {
-      auto* generic = &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kFloats, true>;
-      lean = LeanFusedUnspreadInstance<T, kVec, kIters, kCenter>(layout.tpr, layout.threads(),
-                                                                 generic);
+    if (layout.spread == 0 && !preload && a.y != nullptr) {
+      if (full) {
+        auto* generic = &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kFloats, true>;
+        lean = LeanFusedUnspreadInstance<T, kVec, kIters, kCenter, true>(layout.tpr,
+                                                                         layout.threads(), generic);
+      } else {
+        auto* generic = &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kFloats, false>;
+        lean = LeanFusedUnspreadInstance<T, kVec, kIters, kCenter, false>(
+            layout.tpr, layout.threads(), generic);
+      }
     }
   }
   if constexpr (kWide && (kIters == 4 || (sizeof(T) == 4 && kIters == 2))) {

@@ -19,8 +19,9 @@
 //  - plain fp32 rows of 4096 spread once (SpreadFp32Instance; on the H200);
 //  - plain fp32 rows of 2 vectors per thread, unspread (LeanPairInstance:
 //    hidden 1024 and 2048);
-//  - fused 16-bit rows spread once (LeanFusedInstance), and full ones of 3-16
-//    warps unspread (LeanFusedUnspreadInstance);
+//  - fused 16-bit rows spread once (LeanFusedInstance), and unspread ones of 4
+//    vectors per thread: full of 3-16 warps, or with bounds tests
+//    (LeanFusedUnspreadInstance);
 //  - plain 16-bit LayerNorm rows, and sparse RMSNorm rows (SparseRow), of 4
 //    vectors per thread with bounds tests (kFull = false;
 //    LaunchForwardRegisters);
@@ -55,8 +56,8 @@ enum class ParamLoads {
 // kMinBlocks > 0: compiled for blocks of at most kForwardBlockThreads threads
 // (the forward launcher's blocks of short rows), or of one row where kTpr is
 // more, kMinBlocks of them per SM (registers bounded to fit; 0: no bound past
-// kMaxThreads). kFull = false: plain unspread rows with bounds tests (vectors
-// past the row's end, or a partial statistic), their statistics from
+// kMaxThreads). kFull = false: unspread rows with bounds tests (vectors past
+// the row's end, or a partial statistic), plain or fused, their statistics from
 // RowStatsOf as ForwardKernel's instances of such rows take them. kParams:
 // when each vector's weight and bias are loaded.
 template <typename T, int VEC, int ITERS, bool kCenter, int kTpr, int kSpread = kSpreadOnce,
@@ -71,7 +72,7 @@ __global__ void __launch_bounds__(kMinBlocks > 0
                 "rows of 16-byte vectors, or bounds-tested rows of 8-byte ones");
   static_assert(ForwardCanonical<VEC, ITERS, true>() || (!kFull && VEC * ITERS <= 64),
                 "rows of up to 32 values per thread, 64 with bounds tests");
-  static_assert(kFull || (!kFused && kSpread == 0), "bounds-tested rows are plain, unspread");
+  static_assert(kFull || kSpread == 0, "bounds-tested rows are unspread");
   __shared__ float scratch_buffers[GroupScratch::kFloats];
   GroupScratch scratch{scratch_buffers};
   const int thread = static_cast<int>(threadIdx.x);
@@ -105,8 +106,8 @@ __global__ void __launch_bounds__(kMinBlocks > 0
       if (bias != nullptr && inside(it)) b_raw[it] = load_param(bias, it);
     }
     if constexpr (kFused) {
-      y_raw[it] =
-          LoadRawOrZero<T, VEC>(at(static_cast<const T*>(a.y) + base + position * VEC, it), live);
+      y_raw[it] = LoadRawOrZero<T, VEC>(at(static_cast<const T*>(a.y) + base + position * VEC, it),
+                                        live && inside(it));
     }
   }
   // Fused rows: p = x + y in fp32, as ForwardKernel forms it, and stored as
@@ -121,7 +122,7 @@ __global__ void __launch_bounds__(kMinBlocks > 0
       UnpackRaw<T, VEC>(y_raw[it], yv);
 #pragma unroll
       for (int i = 0; i < VEC; ++i) p[it][i] += yv[i];
-      if (live && a.residual_out != nullptr) {
+      if (live && inside(it) && a.residual_out != nullptr) {
         StoreFloatsEither<T>(a.residual_out, base + (it * kTpr + position) * VEC, residual_f32,
                              p[it]);
       }

@@ -254,7 +254,10 @@ TEST_P(DeterminismTest, FullRowsAreBitwiseIdenticalInSmallAndLargeLaunches) {
 // latency-bound instances; at 16388-32764 StagedLongRowKernel copying vector
 // by vector, one block per SM).
 // LayerNorm and RMSNorm, whole and partial statistics, with and without weight
-// and bias. Not on the CPU backend, whose rows take one path at any launch
+// and bias; in launches of 1200 rows also fused (a residual and fp32
+// residual_out), which 16-bit rows of 4 vectors per thread over 1-4, 12 and 15
+// warps take through LeanRowKernel's fused bounds-tested instances
+// (LeanFusedUnspreadInstance). Not on the CPU backend, whose rows take one path at any launch
 // size: the case would only cost CI time (about 5 s per hidden size and dtype).
 class BoundsTestedRowsTest : public DeterminismTest {};
 
@@ -264,18 +267,25 @@ TEST_P(BoundsTestedRowsTest, RowsAreBitwiseIdenticalInSmallAndLargeLaunches) {
     for (bool center : {true, false}) {
       for (double partial : {1.0, 0.7}) {
         for (bool params : {true, false}) {
-          SCOPED_TRACE(::testing::Message()
-                       << "rows " << rows << " center " << center << " partial " << partial
-                       << " weight and bias " << params);
-          NormCase c;
-          c.dtype = dtype();
-          c.hidden = hidden();
-          c.segment_rows = {rows};
-          c.config.center = center;
-          c.config.partial = partial;
-          c.weight = c.bias = params;
-          c.stats_out = true;
-          ExpectRowsAloneMatch(c, 0, {0, rows / 2, rows - 1}, 41);
+          // Fused rows (a residual, p stored as fp32) in the launches of 1200
+          // rows, with weight and bias.
+          for (bool residual : {false, true}) {
+            if (residual && (rows != 1200 || !params)) continue;
+            SCOPED_TRACE(::testing::Message()
+                         << "rows " << rows << " center " << center << " partial " << partial
+                         << " weight and bias " << params << " residual " << residual);
+            NormCase c;
+            c.dtype = dtype();
+            c.hidden = hidden();
+            c.segment_rows = {rows};
+            c.config.center = center;
+            c.config.partial = partial;
+            c.weight = c.bias = params;
+            c.residual = c.residual_out = residual;
+            c.residual_dtype = DType::kF32;
+            c.stats_out = true;
+            ExpectRowsAloneMatch(c, 0, {0, rows / 2, rows - 1}, 41);
+          }
         }
       }
     }
@@ -285,10 +295,10 @@ TEST_P(BoundsTestedRowsTest, RowsAreBitwiseIdenticalInSmallAndLargeLaunches) {
 INSTANTIATE_TEST_SUITE_P(
     Kernels, BoundsTestedRowsTest,
     ::testing::Combine(::testing::ValuesIn(BackendNames()), AllDTypes(),
-                       ::testing::Values(514, 768, 1000, 1002, 1536, 2042, 3000, 3002, 4098, 4100,
-                                         5000, 6000, 10002, 12000, 12002, 12004, 15000, 16382,
-                                         16388, 16392, 20004, 20480, 22000, 22524, 22536, 24572,
-                                         24576, 28668, 30000, 32764, 32768)),
+                       ::testing::Values(514, 768, 1000, 1002, 1536, 2042, 2560, 3000, 3002, 3584,
+                                         4098, 4100, 5000, 6000, 10002, 12000, 12002, 12004, 15000,
+                                         16382, 16388, 16392, 20004, 20480, 22000, 22524, 22536,
+                                         24572, 24576, 28668, 30000, 32764, 32768)),
     SuiteParamName);
 
 TEST_P(DeterminismTest, BackwardRowsAndGradWeightAreBitwiseIdenticalAloneOrBatched) {
