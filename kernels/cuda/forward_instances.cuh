@@ -440,30 +440,45 @@ auto LongFullRowInstance(int tpr) -> void (*)(int, ForwardArgs) {
 // thread over `tpr` threads, full (kFull) or with bounds tests, unspread
 // (SpreadsOnce spreads only full rows of a power-of-two width up to 256
 // threads), in a launch that is not latency-bound, or null where
-// ForwardKernel's instance (`generic`) runs it. Full rows of 3, 5, 6, 7, 12, 14, 15 and 16 warps
-// (hidden 3072, 5120, 6144, 7168, 12288, 14336, 15360, 16384) where the lean instance holds more
-// blocks per SM (ResidentBlocksPerSm). ForwardKernel's takes 86 registers, one block per SM from 12
-// warps on (12 warps in flight at 12288); the lean one 58 (RMSNorm) or 64 (LayerNorm), two.
-// Measured on the H200 against ForwardKernel (bench/results/gpu-2026-12-03-round74.md, table 2),
-// add + RMSNorm / add + LayerNorm: bf16 8192 x 12288 217.05 -> 200.1 / 226.15 -> 200.85 us, 1024 x
-// 12288 34.35 -> 30.4 / 36.0 -> 30.9, 8192 x 14336 241.7 -> 228.85 / 253.45
-// -> 229.85, 8192 x 16384 267.3 -> 263.9 / 272.65 -> 264.45, 16384 x 7168
-// 231.1 -> 228.1 / 239.3 -> 228.75; fp16 8192 x 12288 219.45 -> 200.15 /
-// 228.95 -> 200.8; hidden 3072-6144 within 1 % (16384 x 3072 101.3 -> 100.3).
-// Rows of 10 warps (hidden 10240: ForwardKernel two blocks, lean three) lost
-// (165.2 -> 166.3 / 165.55 -> 166.75) and keep ForwardKernel.
+// ForwardKernel's instance (`generic`) runs it.
+// kFull: rows of 3, 5, 6, 7, 12, 14, 15 and 16 warps (hidden 3072, 5120,
+// 6144, 7168, 12288, 14336, 15360, 16384) where the lean instance holds more
+// blocks per SM (ResidentBlocksPerSm). ForwardKernel's takes 86 registers,
+// one block per SM from 12 warps on (12 warps in flight at 12288); the lean
+// one 58 (RMSNorm) or 64 (LayerNorm), two. Measured on the H200 against
+// ForwardKernel (bench/results/gpu-2026-12-03-round74.md, table 2), add +
+// RMSNorm / add + LayerNorm: bf16 8192 x 12288 217.05 -> 200.1 / 226.15 ->
+// 200.85 us, 1024 x 12288 34.35 -> 30.4 / 36.0 -> 30.9, 8192 x 14336 241.7
+// -> 228.85 / 253.45 -> 229.85, 8192 x 16384 267.3 -> 263.9 / 272.65 ->
+// 264.45, 16384 x 7168 231.1 -> 228.1 / 239.3 -> 228.75; fp16 8192 x 12288
+// 219.45 -> 200.15 / 228.95 -> 200.8; hidden 3072-6144 within 1 % (16384 x
+// 3072 101.3 -> 100.3). Rows of 10 warps (hidden 10240: ForwardKernel two
+// blocks, lean three) lost (165.2 -> 166.3 / 165.55 -> 166.75) and keep
+// ForwardKernel.
 // kFull = false: fused rows with bounds tests (vectors past the row's end, or
-// a partial statistic) over 1, 2, 3, 4, 12 and 15 warps, where ForwardKernel's
-// instance takes 90-93 registers and the lean one 58. Measured on the H200
-// against ForwardKernel (bench/results/gpu-2026-12-03-round75.md, table 3),
-// add + RMSNorm / add + LayerNorm: bf16 8192 x 12000 219.2 -> 197.15 /
-// 244.05 -> 197.45 us, 8192 x 15000 257.2 -> 244.9 / 277.8 -> 245.15, 4096 x
-// 1536 18.75 -> 17.15 / 19.35 -> 17.45, 32768 x 1536 100.95 -> 99.55 / 103.3
-// -> 100.15, 32768 x 2560 (LayerNorm) 168.45 -> 164.85, 65536 x 768 100.35
-// -> 99.7 / 101.25 -> 100.1; fp16 8192 x 12000 220.35 -> 196.65 / 246.8 ->
-// 196.9; rows of 1000, 3000 and 3584 within 0.7 %. Rows of 5 warps lost
-// (16384 x 5000 163.65 -> 165.2 / 163.4 -> 166.3) and keep ForwardKernel;
-// rows of 6-8, 10, 14 and 16 warps are not measured and keep it too.
+// a partial statistic) over 1-4, 7 and 11-16 warps (LayerNorm also 8 and 9),
+// where ForwardKernel's instance takes 90-93 registers and the lean one 58-60.
+// Measured on the H200 against ForwardKernel (bench/results/gpu-2026-12-03-
+// round75.md, table 3), add + RMSNorm / add + LayerNorm: bf16 8192 x 12000
+// 219.2 -> 197.15 / 244.05 -> 197.45 us, 8192 x 15000 257.2 -> 244.9 / 277.8
+// -> 245.15, 4096 x 1536 18.75 -> 17.15 / 19.35 -> 17.45, 32768 x 1536 100.95
+// -> 99.55 / 103.3 -> 100.15, 32768 x 2560 (LayerNorm) 168.45 -> 164.85,
+// 65536 x 768 100.35 -> 99.7 / 101.25 -> 100.1; fp16 8192 x 12000 220.35 ->
+// 196.65 / 246.8 -> 196.9; rows of 1000, 3000 and 3584 within 0.7 %. Rows of
+// 7-16 warps (round76.md, table 3): bf16 8192 x 11000 210.1 -> 180.1 /
+// 236.65 -> 180.6, 8192 x 13000 235.35 -> 212.25 / 258.65 -> 212.6, 8192 x
+// 14000 245.05 -> 226.1 / 267.35 -> 226.45, 16384 x 7000 234.55 -> 227.9 /
+// 248.6 -> 228.65, 8192 x 16000 261.3 -> 255.95 / 276.15 -> 256.55, 4096 x
+// 14000 126.85 -> 116.3 / 138.15 -> 117.15; fp16 8192 x 14000 247.7 -> 226.4
+// / 272.1 -> 226.6; LayerNorm 8192 x 8000 133.35 -> 131.4, 8192 x 9000 153.15
+// -> 149.4. ForwardKernel keeps RMSNorm rows of 8 and 9 warps, even or slower
+// there (8192 x 8000 129.8 -> 130.65, 8192 x 9000 148.7 -> 149.05), and rows
+// of 5, 6 and 10 warps, which lost (16384 x 5000 163.65 -> 165.2 / 163.4 ->
+// 166.3; round76.md, table 1: 16384 x 6000 195.85 -> 196.95, 8192 x 10000
+// 163.35 -> 165.05 in add + RMSNorm).
+// The residency test below is for full rows (ForwardKernel's 86 registers);
+// for bounds-tested rows the lean instance (58-60) always holds more blocks
+// than ForwardKernel's (90-93), so it never rejects them.
 template <typename T, int kVec, int kIters, bool kCenter, bool kFull, typename Generic>
 auto* LeanFusedUnspreadInstance(int tpr, int threads, Generic* generic) {
   void (*kernel)(int, ForwardArgs) = nullptr;
@@ -473,8 +488,13 @@ auto* LeanFusedUnspreadInstance(int tpr, int threads, Generic* generic) {
   };
   if constexpr (kFull) {
     ForEachRowWidth(std::integer_sequence<int, 96, 160, 192, 224, 384, 448, 480, 512>{}, fixed);
+  } else if constexpr (kCenter) {
+    ForEachRowWidth(
+        std::integer_sequence<int, 32, 64, 96, 128, 224, 256, 288, 352, 384, 416, 448, 480, 512>{},
+        fixed);
   } else {
-    ForEachRowWidth(std::integer_sequence<int, 32, 64, 96, 128, 384, 480>{}, fixed);
+    ForEachRowWidth(
+        std::integer_sequence<int, 32, 64, 96, 128, 224, 352, 384, 416, 448, 480, 512>{}, fixed);
   }
   if (kernel == nullptr ||
       ResidentBlocksPerSm(reinterpret_cast<const void*>(kernel), threads) <=

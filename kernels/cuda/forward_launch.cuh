@@ -115,15 +115,13 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
   }
   if constexpr (sizeof(T) == 2 && kWide && kIters == 4) {  // fused rows unspread
     if (layout.spread == 0 && !preload && a.y != nullptr) {
-      if (full) {
-        auto* generic = &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kFloats, true>;
-        lean = LeanFusedUnspreadInstance<T, kVec, kIters, kCenter, true>(layout.tpr,
-                                                                         layout.threads(), generic);
-      } else {
-        auto* generic = &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kFloats, false>;
-        lean = LeanFusedUnspreadInstance<T, kVec, kIters, kCenter, false>(
+      auto unspread = [&](auto full_constant) {
+        constexpr bool kFull = decltype(full_constant)::value;
+        auto* generic = &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kFloats, kFull>;
+        return LeanFusedUnspreadInstance<T, kVec, kIters, kCenter, kFull>(
             layout.tpr, layout.threads(), generic);
-      }
+      };
+      lean = full ? unspread(std::true_type{}) : unspread(std::false_type{});
     }
   }
   if constexpr (kWide && (kIters == 4 || (sizeof(T) == 4 && kIters == 2))) {
