@@ -488,13 +488,10 @@ auto* LeanFusedUnspreadInstance(int tpr, int threads, Generic* generic) {
   };
   if constexpr (kFull) {
     ForEachRowWidth(std::integer_sequence<int, 96, 160, 192, 224, 384, 448, 480, 512>{}, fixed);
-  } else if constexpr (kCenter) {
-    ForEachRowWidth(
-        std::integer_sequence<int, 32, 64, 96, 128, 224, 256, 288, 352, 384, 416, 448, 480, 512>{},
-        fixed);
   } else {
     ForEachRowWidth(
         std::integer_sequence<int, 32, 64, 96, 128, 224, 352, 384, 416, 448, 480, 512>{}, fixed);
+    if constexpr (kCenter) ForEachRowWidth(std::integer_sequence<int, 256, 288>{}, fixed);
   }
   if (kernel == nullptr ||
       ResidentBlocksPerSm(reinterpret_cast<const void*>(kernel), threads) <=
