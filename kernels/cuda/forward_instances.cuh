@@ -501,6 +501,48 @@ auto* LeanFusedUnspreadInstance(int tpr, int threads, Generic* generic) {
   return kernel;
 }
 
+// The LeanRowKernel instance at 3 vectors per thread, weight and bias loaded
+// beside x (ParamLoads::kWithX: 70-71 registers, seven 128-thread blocks per
+// SM), for a plain 16-bit row of 768 over 32 threads (4 vectors per thread,
+// every thread's fourth past the row's end, which only adds zeros to
+// RowStatsOf's sums: the same bits) in a launch of `blocks` blocks that is not
+// latency-bound, or null where the 4-vector instance (`four`: 55-63
+// registers, eight or nine blocks) runs it.
+// Measured on the H200 against it (bench/results/gpu-2026-12-03-round77.md,
+// table 4, the rule as landed): bf16 RMSNorm 6144 x 768 10.05 -> 9.1 us, 8192
+// x 768 11.6 -> 11.0, 32768 x 768 29.6 -> 28.6, 65536 x 768 53.7 -> 52.4,
+// 131072 x 768 100.8 -> 99.95; LayerNorm 6144 x 768 10.6 -> 9.3, 8192 x 768
+// 12.0 -> 11.1, 32768 x 768 30.1 -> 29.1; fp16 RMSNorm 6144 x 768 9.9 -> 9.1,
+// 65536 x 768 53.7 -> 52.25; 4096 x 768 even. Not taken (table 2 unless
+// named):
+//  - launches that `four` holds in one wave, which take two at seven blocks
+//    per SM (4096 x 768 RMSNorm 7.5 -> 7.75, LayerNorm 7.65 -> 7.85, fp16
+//    RMSNorm 7.35 -> 7.75);
+//  - LayerNorm launches of more than kThreeVectorLayerNormElements elements
+//    (131072 x 768 100.7 -> 101.8; 65536 x 768 53.7 -> 53.35);
+//  - fp16 LayerNorm rows (90 registers so; 32768 x 768 29.6 -> 32.2 us in
+//    table 1);
+//  - narrower rows, whose third vectors lie partly past the row's end (32768
+//    x 640 RMSNorm 25.2 -> 25.6, fp16 the same; LayerNorm 27.55 -> 26.75);
+//  - 3 vectors per thread without ParamLoads::kWithX (53-64 registers; mixed
+//    in table 1: LayerNorm 32768 x 2304 77.25 -> 78.7 us), rows over 64 and
+//    96 threads (hidden 1032-1536 and 2056-2304) with the parameters beside x
+//    (72-74 registers: bf16 RMSNorm 65536 x 1536 100.1 -> 103.6, LayerNorm
+//    32768 x 2304 77.25 -> 83.75), and fused rows (within 1.5 %, both ways).
+inline constexpr int64_t kThreeVectorLayerNormElements = int64_t{1} << 25;
+template <typename T, int kVec, bool kCenter>
+auto ThreeVectorInstance(const ForwardArgs& a, const RowLayout& layout, int64_t blocks,
+                         const void* four) -> void (*)(int, ForwardArgs) {
+  if constexpr (kCenter && std::is_same_v<T, __half>) {
+    return nullptr;
+  } else {
+    if (layout.tpr != 32 || a.hidden != 3 * 32 * kVec) return nullptr;
+    if (kCenter && a.rows * a.hidden > kThreeVectorLayerNormElements) return nullptr;
+    if (Waves(four, layout.threads(), blocks) <= 1) return nullptr;
+    return &LeanRowKernel<T, kVec, 3, kCenter, 32, 0, false, 0, false, ParamLoads::kWithX>;
+  }
+}
+
 // The LeanRowKernel instance for a fused 16-bit row (y) spread once
 // (SpreadsOnce: 2 vectors over `tpr` threads), full, in a launch of `blocks`
 // blocks of `threads` threads that is not latency-bound, or null where

@@ -172,6 +172,12 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
       auto* generic = &ForwardKernel<T, kVec, kIters, false, kCenter, RowStorage::kPacked, false>;
       lean = LeanUnspreadInstance<T, kVec, kIters, kCenter, false>(a, layout.tpr, layout.threads(),
                                                                    blocks, generic);
+      if (lean != nullptr) {
+        if (auto* three = ThreeVectorInstance<T, kVec, kCenter>(
+                a, layout, blocks, reinterpret_cast<const void*>(lean))) {
+          lean = three;
+        }
+      }
     }
   }
   if constexpr (kHalf && (kIters == 8 || kIters == (sizeof(T) == 2 ? 4 : 16))) {

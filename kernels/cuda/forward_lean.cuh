@@ -24,7 +24,7 @@
 //    (LeanFusedUnspreadInstance);
 //  - plain 16-bit LayerNorm rows, and sparse RMSNorm rows (SparseRow), of 4
 //    vectors per thread with bounds tests (kFull = false;
-//    LaunchForwardRegisters);
+//    LaunchForwardRegisters), rows of 768 at 3 (ThreeVectorInstance);
 //  - plain rows of half vectors (8 bytes), of 4, 8 or 16 per thread
 //    (LeanHalfInstance), and 16-bit ones of 16 per thread over 288 or 320
 //    threads, which the layout streams (LongHalfRowInstance; over more

@@ -13,6 +13,7 @@
 #include <memory>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "norm_case.h"
 #include "relative_error.h"
@@ -257,14 +258,18 @@ TEST_P(DeterminismTest, FullRowsAreBitwiseIdenticalInSmallAndLargeLaunches) {
 // and bias; in launches of 1200 rows also fused (a residual and fp32
 // residual_out), which 16-bit rows of 4 vectors per thread over 1-4, 7 and
 // 11-16 warps (LayerNorm also 8 and 9) take through LeanRowKernel's fused
-// bounds-tested instances (LeanFusedUnspreadInstance). Not on the CPU
-// backend, whose rows take one path at any launch size: the case would only
-// cost CI time (about 5 s per hidden size and dtype).
+// bounds-tested instances (LeanFusedUnspreadInstance). Rows of 768 also in a
+// launch of 8192 rows (several waves), which takes 3 vectors per thread
+// (ThreeVectorInstance) but for fp16 LayerNorm. Not on the CPU backend, whose
+// rows take one path at any launch size: the case would only cost CI time
+// (about 5 s per hidden size and dtype).
 class BoundsTestedRowsTest : public DeterminismTest {};
 
 TEST_P(BoundsTestedRowsTest, RowsAreBitwiseIdenticalInSmallAndLargeLaunches) {
   if (!OnCuda()) GTEST_SKIP() << "one path per row on this backend";
-  for (const int64_t rows : {int64_t{1200}, int64_t{2100}}) {
+  std::vector<int64_t> launches = {1200, 2100};
+  if (hidden() == 768) launches.push_back(8192);
+  for (const int64_t rows : launches) {
     for (bool center : {true, false}) {
       for (double partial : {1.0, 0.7}) {
         for (bool params : {true, false}) {
