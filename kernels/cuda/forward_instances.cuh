@@ -501,46 +501,93 @@ auto* LeanFusedUnspreadInstance(int tpr, int threads, Generic* generic) {
   return kernel;
 }
 
-// The LeanRowKernel instance at 3 vectors per thread, weight and bias loaded
-// beside x (ParamLoads::kWithX: 70-71 registers, seven 128-thread blocks per
-// SM), for a plain 16-bit row of 768 over 32 threads (4 vectors per thread,
-// every thread's fourth past the row's end, which only adds zeros to
-// RowStatsOf's sums: the same bits) in a launch of `blocks` blocks that is not
+// The LeanRowKernel instance at 3 vectors per thread for a plain 16-bit row
+// of 3 vectors per thread over 32, 64 or 96 threads (hidden 768, 1536, 2304;
+// ItersFor gives 4, every thread's fourth past the row's end, which only adds
+// zeros to RowStatsOf's sums: the same bits) in a launch that is not
 // latency-bound, or null where the 4-vector instance (`four`: 55-63
-// registers, eight or nine blocks) runs it.
-// Measured on the H200 against it (bench/results/gpu-2026-12-03-round77.md,
-// table 4, the rule as landed): bf16 RMSNorm 6144 x 768 10.05 -> 9.1 us, 8192
-// x 768 11.6 -> 11.0, 32768 x 768 29.6 -> 28.6, 65536 x 768 53.7 -> 52.4,
-// 131072 x 768 100.8 -> 99.95; LayerNorm 6144 x 768 10.6 -> 9.3, 8192 x 768
-// 12.0 -> 11.1, 32768 x 768 30.1 -> 29.1; fp16 RMSNorm 6144 x 768 9.9 -> 9.1,
-// 65536 x 768 53.7 -> 52.25; 4096 x 768 even. Not taken (table 2 unless
-// named):
-//  - launches that `four` holds in one wave, which take two at seven blocks
-//    per SM (4096 x 768 RMSNorm 7.5 -> 7.75, LayerNorm 7.65 -> 7.85, fp16
-//    RMSNorm 7.35 -> 7.75);
-//  - LayerNorm launches of more than kThreeVectorLayerNormElements elements
-//    (131072 x 768 100.7 -> 101.8; 65536 x 768 53.7 -> 53.35);
-//  - fp16 LayerNorm rows (90 registers so; 32768 x 768 29.6 -> 32.2 us in
-//    table 1);
-//  - narrower rows, whose third vectors lie partly past the row's end (32768
-//    x 640 RMSNorm 25.2 -> 25.6, fp16 the same; LayerNorm 27.55 -> 26.75);
-//  - 3 vectors per thread without ParamLoads::kWithX (53-64 registers; mixed
-//    in table 1: LayerNorm 32768 x 2304 77.25 -> 78.7 us), rows over 64 and
-//    96 threads (hidden 1032-1536 and 2056-2304) with the parameters beside x
-//    (72-74 registers: bf16 RMSNorm 65536 x 1536 100.1 -> 103.6, LayerNorm
-//    32768 x 2304 77.25 -> 83.75), and fused rows (within 1.5 %, both ways).
+// registers, eight or nine 128-thread blocks per SM) runs it. The weight is
+// loaded beside x (ParamLoads::kWeightWithX: 59-64 registers, eight blocks),
+// or, for bf16 LayerNorm rows of 768 in launches that `four` takes in more
+// than one wave, of at most kThreeVectorLayerNormElements elements, weight
+// and bias (kWithX: 71 registers, seven blocks).
+// Measured on the H200 against 3120e31 (kWithX rows of 768 only;
+// bench/results/gpu-2026-12-03-round78.md, table 2, the rule as landed), us:
+// bf16 RMSNorm 2048 x 768 6.2 -> 5.75, 8192 x 768 10.95 -> 10.75, 4096 x
+// 1536 11.7 -> 10.65, 8192 x 1536 17.5 -> 16.6, 16384 x 1536 29.8 -> 28.25,
+// 65536 x 1536 100.05 -> 99.0, 4096 x 2304 14.75 -> 13.75, 8192 x 2304 23.55
+// -> 22.55, 32768 x 2304 76.6 -> 75.45 (fp16 alike), 65536 x 768 and 131072
+// x 768 within 0.2 %; LayerNorm bf16 2048 x 768 6.3 -> 6.05, 65536 x 768
+// 53.45 -> 52.75, 131072 x 768 100.45 -> 99.6, fp16 8192 x 768 11.9 -> 11.55,
+// 32768 x 768 29.8 -> 29.5, 8192 x 2304 24.8 -> 24.1, 32768 x 2304 79.95 ->
+// 78.25. Round 77 (gpu-2026-12-03-round77.md, table 4) measured kWithX's
+// rows of 768 against `four`: bf16 RMSNorm 32768 x 768 29.6 -> 28.6,
+// LayerNorm 8192 x 768 12.0 -> 11.1. Not taken:
+//  - the weight alone beside x in bf16 LayerNorm launches that kWithX takes
+//    (round78.md, table 1: 6144 x 768 9.15 -> 10.1 us, 8192 x 768 11.0 ->
+//    11.65), nor in bf16 LayerNorm rows of 1536 and 2304 (16384 x 1536 29.45
+//    -> 29.75, 32768 x 2304 77.15 -> 78.3) or fp16 ones of 1536 (65536 x 1536
+//    100.1 -> 100.6);
+//  - kWithX in other launches: in launches that `four` holds in one wave, at
+//    seven blocks per SM (round77.md: 4096 x 768 RMSNorm 7.5 -> 7.75), fp16
+//    LayerNorm (90 registers: 32768 x 768 29.6 -> 32.2), rows over 64 and 96
+//    threads (72-74 registers: RMSNorm 65536 x 1536 100.1 -> 103.6);
+//  - 3 vectors per thread with the parameters loaded after each store
+//    (round77.md, table 1: LayerNorm 32768 x 2304 77.25 -> 78.7 us);
+//  - narrower rows, whose third vectors lie partly past the row's end
+//    (round77.md: 32768 x 640 RMSNorm 25.2 -> 25.6).
 inline constexpr int64_t kThreeVectorLayerNormElements = int64_t{1} << 25;
 template <typename T, int kVec, bool kCenter>
 auto ThreeVectorInstance(const ForwardArgs& a, const RowLayout& layout, int64_t blocks,
                          const void* four) -> void (*)(int, ForwardArgs) {
-  if constexpr (kCenter && std::is_same_v<T, __half>) {
-    return nullptr;
-  } else {
-    if (layout.tpr != 32 || a.hidden != 3 * 32 * kVec) return nullptr;
-    if (kCenter && a.rows * a.hidden > kThreeVectorLayerNormElements) return nullptr;
-    if (Waves(four, layout.threads(), blocks) <= 1) return nullptr;
-    return &LeanRowKernel<T, kVec, 3, kCenter, 32, 0, false, 0, false, ParamLoads::kWithX>;
+  if (a.hidden != 3 * layout.tpr * kVec) return nullptr;
+  void (*kernel)(int, ForwardArgs) = nullptr;
+  auto weight_with_x = [&](auto tpr_constant) {
+    constexpr int kTpr = decltype(tpr_constant)::value;
+    if (layout.tpr == kTpr) {
+      kernel =
+          &LeanRowKernel<T, kVec, 3, kCenter, kTpr, 0, false, 0, false, ParamLoads::kWeightWithX>;
+    }
+  };
+  if constexpr (!kCenter) {
+    ForEachRowWidth(std::integer_sequence<int, 32, 64, 96>{}, weight_with_x);
+  } else if constexpr (std::is_same_v<T, __half>) {
+    ForEachRowWidth(std::integer_sequence<int, 32, 96>{}, weight_with_x);
+  } else if (layout.tpr == 32) {  // bf16 LayerNorm rows of 768
+    const bool bias_with_x = a.rows * a.hidden <= kThreeVectorLayerNormElements &&
+                             Waves(four, layout.threads(), blocks) > 1;
+    return bias_with_x
+               ? &LeanRowKernel<T, kVec, 3, kCenter, 32, 0, false, 0, false, ParamLoads::kWithX>
+               : &LeanRowKernel<T, kVec, 3, kCenter, 32, 0, false, 0, false,
+                                ParamLoads::kWeightWithX>;
   }
+  return kernel;
+}
+
+// The LeanRowKernel instance at 3 vectors per thread, the weight loaded
+// beside x (ParamLoads::kWeightWithX: 56-58 registers), for a fused 16-bit
+// RMSNorm row with bounds tests of 3 vectors per thread over 32, 64 or 96
+// threads (hidden 768, 1536, 2304; the same bits as ThreeVectorInstance's
+// rows), or null where LeanFusedUnspreadInstance's 4-vector instance runs it.
+// Measured on the H200 against it (bench/results/gpu-2026-12-03-round78.md,
+// table 2, new against new-nofused3), bf16 add + RMSNorm, us: 4096 x 2304
+// 23.5 -> 22.95, 8192 x 2304 40.95 -> 40.4, 32768 x 2304 147.95 -> 147.15,
+// 32768 x 768 53.05 -> 52.5, 4096 x 1536 17.15 -> 17.0; fp16 16384 x 768
+// 29.05 -> 28.6; 65536 x 1536 within 0.2 % (bf16 195.65 -> 196.0, fp16
+// 196.15 -> 195.95). Round 77 measured fused rows at 3 vectors per thread
+// with the weight loaded after each store within 1.5 %, both ways.
+template <typename T, int kVec>
+auto FusedThreeVectorInstance(const ForwardArgs& a, int tpr) -> void (*)(int, ForwardArgs) {
+  if (a.hidden != 3 * tpr * kVec) return nullptr;
+  void (*kernel)(int, ForwardArgs) = nullptr;
+  auto fixed = [&](auto tpr_constant) {
+    constexpr int kTpr = decltype(tpr_constant)::value;
+    if (tpr == kTpr) {
+      kernel = &LeanRowKernel<T, kVec, 3, false, kTpr, 0, true, 0, false, ParamLoads::kWeightWithX>;
+    }
+  };
+  ForEachRowWidth(std::integer_sequence<int, 32, 64, 96>{}, fixed);
+  return kernel;
 }
 
 // The LeanRowKernel instance for a fused 16-bit row (y) spread once

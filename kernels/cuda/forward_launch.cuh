@@ -122,6 +122,11 @@ cudaError_t LaunchForwardRegisters(const ForwardArgs& a, RowLayout layout, cudaS
             layout.tpr, layout.threads(), generic);
       };
       lean = full ? unspread(std::true_type{}) : unspread(std::false_type{});
+      if constexpr (!kCenter) {  // RMSNorm rows of 3 vectors per thread
+        if (!full && lean != nullptr) {
+          if (auto* three = FusedThreeVectorInstance<T, kVec>(a, layout.tpr)) lean = three;
+        }
+      }
     }
   }
   if constexpr (kWide && (kIters == 4 || (sizeof(T) == 4 && kIters == 2))) {

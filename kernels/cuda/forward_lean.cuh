@@ -21,10 +21,12 @@
 //    hidden 1024 and 2048);
 //  - fused 16-bit rows spread once (LeanFusedInstance), and unspread ones of 4
 //    vectors per thread: full of 3-16 warps, or with bounds tests
-//    (LeanFusedUnspreadInstance);
+//    (LeanFusedUnspreadInstance; RMSNorm rows of 768, 1536 and 2304 at 3:
+//    FusedThreeVectorInstance);
 //  - plain 16-bit LayerNorm rows, and sparse RMSNorm rows (SparseRow), of 4
 //    vectors per thread with bounds tests (kFull = false;
-//    LaunchForwardRegisters), rows of 768 at 3 (ThreeVectorInstance);
+//    LaunchForwardRegisters), rows of 768, 1536 and 2304 at 3
+//    (ThreeVectorInstance);
 //  - plain rows of half vectors (8 bytes), of 4, 8 or 16 per thread
 //    (LeanHalfInstance), and 16-bit ones of 16 per thread over 288 or 320
 //    threads, which the layout streams (LongHalfRowInstance; over more
@@ -46,10 +48,13 @@ namespace normserve::kernels::cuda {
 
 // When LeanRowKernel loads a vector's weight and bias (see the output loop).
 enum class ParamLoads {
-  kAfterStore,  // after the previous vector's store (plain loads)
-  kWithX,       // beside x, before the statistics: registers held throughout
-  kReadOnly,    // in the output loop through the read-only path (ld.global.nc),
-                // which the compiler may move ahead of the stores
+  kAfterStore,   // after the previous vector's store (plain loads)
+  kWithX,        // beside x, before the statistics: registers held throughout
+  kWeightWithX,  // the weight beside x, the bias (if any) after the previous
+                 // vector's store: the weight's registers alone held throughout
+  kReadOnly,     // in the output loop through the read-only path
+                 // (ld.global.nc), which the compiler may move ahead of the
+                 // stores
 };
 
 // kFused: rows with y (p = x + y, residual_out optional), held as fp32 p.
@@ -89,7 +94,9 @@ __global__ void __launch_bounds__(kMinBlocks > 0
   const T* bias = static_cast<const T*>(a.bias);
   // Vector `it` of a tensor: a constant offset from the thread's first one.
   auto at = [](auto* first, int it) { return first + it * kTpr * VEC; };
-  constexpr bool kParamsWithX = kParams == ParamLoads::kWithX;
+  constexpr bool kWeightWithX =
+      kParams == ParamLoads::kWithX || kParams == ParamLoads::kWeightWithX;
+  constexpr bool kBiasWithX = kParams == ParamLoads::kWithX;
   auto load_param = [&](const T* param, int it) {
     const auto* vector = reinterpret_cast<const RawVec<T, VEC>*>(at(param + position * VEC, it));
     if constexpr (kParams == ParamLoads::kReadOnly) return __ldg(vector);
@@ -97,12 +104,14 @@ __global__ void __launch_bounds__(kMinBlocks > 0
   };
 
   RawVec<T, VEC> raw[ITERS], y_raw[kFused ? ITERS : 1];
-  RawVec<T, VEC> w_raw[ITERS], b_raw[ITERS];  // kParamsWithX
+  RawVec<T, VEC> w_raw[ITERS], b_raw[ITERS];  // kWeightWithX, kBiasWithX
 #pragma unroll
   for (int it = 0; it < ITERS; ++it) {
     raw[it] = LoadRawOrZero<T, VEC>(at(x, it), live && inside(it));
-    if constexpr (kParamsWithX) {
+    if constexpr (kWeightWithX) {
       if (weight != nullptr && inside(it)) w_raw[it] = load_param(weight, it);
+    }
+    if constexpr (kBiasWithX) {
       if (bias != nullptr && inside(it)) b_raw[it] = load_param(bias, it);
     }
     if constexpr (kFused) {
@@ -167,12 +176,13 @@ __global__ void __launch_bounds__(kMinBlocks > 0
   // so that they stay in L1 (call C: neutral) and persistent blocks reading
   // them from shared memory (call E: 262.65 -> 288.6). Rows of 2 vectors
   // per thread, which have the registers, gain from them loaded beside x
-  // (kParamsWithX) on the H200: fp32 rows of 1024 and 2048, and RMSNorm rows
-  // of 4096 spread once (round59.md, call B: RMSNorm 32768 x 4096 262.8 ->
-  // 259.45 us); LayerNorm rows of 4096 spread once lost (261.25 -> 266.25),
-  // bf16 RMSNorm rows spread once too (32768 x 4096 131.8 -> 141.95; with
-  // the weight alone beside x, 131.2). fp32 rows of half vectors take either
-  // (LeanHalfInstance, round62.md).
+  // (ParamLoads::kWithX) on the H200: fp32 rows of 1024 and 2048, and
+  // RMSNorm rows of 4096 spread once (round59.md, call B: RMSNorm 32768 x
+  // 4096 262.8 -> 259.45 us); LayerNorm rows of 4096 spread once lost (261.25
+  // -> 266.25), bf16 RMSNorm rows spread once too (32768 x 4096 131.8 ->
+  // 141.95; with the weight alone beside x, 131.2). fp32 rows of half vectors
+  // take either (LeanHalfInstance, round62.md); 16-bit rows of 3 vectors per
+  // thread, the weight alone or both (ThreeVectorInstance, round78.md).
   auto store_row = [&](auto weight_is, auto bias_is) {
     constexpr bool kWeight = decltype(weight_is)::value == ParamIs::kPresent;
     constexpr bool kBias = decltype(bias_is)::value == ParamIs::kPresent;
@@ -182,13 +192,13 @@ __global__ void __launch_bounds__(kMinBlocks > 0
       float v[VEC], w[VEC], b[VEC], o[VEC];
       row_vector(it, v);
       if constexpr (kWeight) {
-        UnpackRaw<T, VEC>(kParamsWithX ? w_raw[it] : load_param(weight, it), w);
+        UnpackRaw<T, VEC>(kWeightWithX ? w_raw[it] : load_param(weight, it), w);
       } else {
 #pragma unroll
         for (int i = 0; i < VEC; ++i) w[i] = 1.0f;
       }
       if constexpr (kBias) {
-        UnpackRaw<T, VEC>(kParamsWithX ? b_raw[it] : load_param(bias, it), b);
+        UnpackRaw<T, VEC>(kBiasWithX ? b_raw[it] : load_param(bias, it), b);
       } else {
 #pragma unroll
         for (int i = 0; i < VEC; ++i) b[i] = 0.0f;

@@ -258,9 +258,11 @@ TEST_P(DeterminismTest, FullRowsAreBitwiseIdenticalInSmallAndLargeLaunches) {
 // and bias; in launches of 1200 rows also fused (a residual and fp32
 // residual_out), which 16-bit rows of 4 vectors per thread over 1-4, 7 and
 // 11-16 warps (LayerNorm also 8 and 9) take through LeanRowKernel's fused
-// bounds-tested instances (LeanFusedUnspreadInstance). Rows of 768 also in a
-// launch of 8192 rows (several waves), which takes 3 vectors per thread
-// (ThreeVectorInstance) but for fp16 LayerNorm. Not on the CPU backend, whose
+// bounds-tested instances (LeanFusedUnspreadInstance; RMSNorm rows of 768,
+// 1536 and 2304 at 3 vectors per thread: FusedThreeVectorInstance). Plain rows
+// of 768, 1536 and 2304 at 3 vectors per thread (ThreeVectorInstance) with the
+// weight beside x; bf16 LayerNorm rows of 768 with weight and bias beside x in
+// a launch of 8192 rows (several waves). Not on the CPU backend, whose
 // rows take one path at any launch size: the case would only cost CI time
 // (about 5 s per hidden size and dtype).
 class BoundsTestedRowsTest : public DeterminismTest {};
@@ -301,11 +303,11 @@ TEST_P(BoundsTestedRowsTest, RowsAreBitwiseIdenticalInSmallAndLargeLaunches) {
 INSTANTIATE_TEST_SUITE_P(
     Kernels, BoundsTestedRowsTest,
     ::testing::Combine(::testing::ValuesIn(BackendNames()), AllDTypes(),
-                       ::testing::Values(514, 768, 1000, 1002, 1536, 2042, 2560, 3000, 3002, 3584,
-                                         4098, 4100, 5000, 6000, 7000, 8000, 9000, 10002, 11000,
-                                         12000, 12002, 12004, 13000, 14000, 15000, 16000, 16382,
-                                         16388, 16392, 20004, 20480, 22000, 22524, 22536, 24572,
-                                         24576, 28668, 30000, 32764, 32768)),
+                       ::testing::Values(514, 768, 1000, 1002, 1536, 2042, 2304, 2560, 3000, 3002,
+                                         3584, 4098, 4100, 5000, 6000, 7000, 8000, 9000, 10002,
+                                         11000, 12000, 12002, 12004, 13000, 14000, 15000, 16000,
+                                         16382, 16388, 16392, 20004, 20480, 22000, 22524, 22536,
+                                         24572, 24576, 28668, 30000, 32764, 32768)),
     SuiteParamName);
 
 TEST_P(DeterminismTest, BackwardRowsAndGradWeightAreBitwiseIdenticalAloneOrBatched) {
