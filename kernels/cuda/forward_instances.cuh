@@ -501,6 +501,21 @@ auto* LeanFusedUnspreadInstance(int tpr, int threads, Generic* generic) {
   return kernel;
 }
 
+// LeanRowKernel's unspread bounds-tested instance at 3 vectors per thread
+// over `tpr` threads, one of kTprs, or null (ThreeVectorInstance,
+// FusedThreeVectorInstance).
+template <typename T, int kVec, bool kCenter, bool kFused, ParamLoads kParams, int... kTprs>
+auto ThreeVectorKernel(int tpr) -> void (*)(int, ForwardArgs) {
+  void (*kernel)(int, ForwardArgs) = nullptr;
+  ForEachRowWidth(std::integer_sequence<int, kTprs...>{}, [&](auto tpr_constant) {
+    constexpr int kTpr = decltype(tpr_constant)::value;
+    if (tpr == kTpr) {
+      kernel = &LeanRowKernel<T, kVec, 3, kCenter, kTpr, 0, kFused, 0, false, kParams>;
+    }
+  });
+  return kernel;
+}
+
 // The LeanRowKernel instance at 3 vectors per thread for a plain 16-bit row
 // of 3 vectors per thread over 32, 64 or 96 threads (hidden 768, 1536, 2304;
 // ItersFor gives 4, every thread's fourth past the row's end, which only adds
@@ -541,31 +556,23 @@ template <typename T, int kVec, bool kCenter>
 auto ThreeVectorInstance(const ForwardArgs& a, const RowLayout& layout, int64_t blocks,
                          const void* four) -> void (*)(int, ForwardArgs) {
   if (a.hidden != 3 * layout.tpr * kVec) return nullptr;
-  void (*kernel)(int, ForwardArgs) = nullptr;
-  auto weight_with_x = [&](auto tpr_constant) {
-    constexpr int kTpr = decltype(tpr_constant)::value;
-    if (layout.tpr == kTpr) {
-      kernel =
-          &LeanRowKernel<T, kVec, 3, kCenter, kTpr, 0, false, 0, false, ParamLoads::kWeightWithX>;
-    }
-  };
+  constexpr ParamLoads kWeight = ParamLoads::kWeightWithX;
   if constexpr (!kCenter) {
-    ForEachRowWidth(std::integer_sequence<int, 32, 64, 96>{}, weight_with_x);
+    return ThreeVectorKernel<T, kVec, kCenter, false, kWeight, 32, 64, 96>(layout.tpr);
   } else if constexpr (std::is_same_v<T, __half>) {
-    ForEachRowWidth(std::integer_sequence<int, 32, 96>{}, weight_with_x);
-  } else if (layout.tpr == 32) {  // bf16 LayerNorm rows of 768
+    return ThreeVectorKernel<T, kVec, kCenter, false, kWeight, 32, 96>(layout.tpr);
+  } else {  // bf16 LayerNorm rows of 768
+    if (layout.tpr != 32) return nullptr;
     const bool bias_with_x = a.rows * a.hidden <= kThreeVectorLayerNormElements &&
                              Waves(four, layout.threads(), blocks) > 1;
     return bias_with_x
-               ? &LeanRowKernel<T, kVec, 3, kCenter, 32, 0, false, 0, false, ParamLoads::kWithX>
-               : &LeanRowKernel<T, kVec, 3, kCenter, 32, 0, false, 0, false,
-                                ParamLoads::kWeightWithX>;
+               ? ThreeVectorKernel<T, kVec, kCenter, false, ParamLoads::kWithX, 32>(layout.tpr)
+               : ThreeVectorKernel<T, kVec, kCenter, false, kWeight, 32>(layout.tpr);
   }
-  return kernel;
 }
 
 // The LeanRowKernel instance at 3 vectors per thread, the weight loaded
-// beside x (ParamLoads::kWeightWithX: 56-58 registers), for a fused 16-bit
+// beside x (ParamLoads::kWeightWithX: 56-60 registers), for a fused 16-bit
 // RMSNorm row with bounds tests of 3 vectors per thread over 32, 64 or 96
 // threads (hidden 768, 1536, 2304; the same bits as ThreeVectorInstance's
 // rows), or null where LeanFusedUnspreadInstance's 4-vector instance runs it.
@@ -579,15 +586,7 @@ auto ThreeVectorInstance(const ForwardArgs& a, const RowLayout& layout, int64_t 
 template <typename T, int kVec>
 auto FusedThreeVectorInstance(const ForwardArgs& a, int tpr) -> void (*)(int, ForwardArgs) {
   if (a.hidden != 3 * tpr * kVec) return nullptr;
-  void (*kernel)(int, ForwardArgs) = nullptr;
-  auto fixed = [&](auto tpr_constant) {
-    constexpr int kTpr = decltype(tpr_constant)::value;
-    if (tpr == kTpr) {
-      kernel = &LeanRowKernel<T, kVec, 3, false, kTpr, 0, true, 0, false, ParamLoads::kWeightWithX>;
-    }
-  };
-  ForEachRowWidth(std::integer_sequence<int, 32, 64, 96>{}, fixed);
-  return kernel;
+  return ThreeVectorKernel<T, kVec, false, true, ParamLoads::kWeightWithX, 32, 64, 96>(tpr);
 }
 
 // The LeanRowKernel instance for a fused 16-bit row (y) spread once

@@ -94,9 +94,9 @@ __global__ void __launch_bounds__(kMinBlocks > 0
   const T* bias = static_cast<const T*>(a.bias);
   // Vector `it` of a tensor: a constant offset from the thread's first one.
   auto at = [](auto* first, int it) { return first + it * kTpr * VEC; };
-  constexpr bool kWeightWithX =
+  constexpr bool kWeightBesideX =
       kParams == ParamLoads::kWithX || kParams == ParamLoads::kWeightWithX;
-  constexpr bool kBiasWithX = kParams == ParamLoads::kWithX;
+  constexpr bool kBiasBesideX = kParams == ParamLoads::kWithX;
   auto load_param = [&](const T* param, int it) {
     const auto* vector = reinterpret_cast<const RawVec<T, VEC>*>(at(param + position * VEC, it));
     if constexpr (kParams == ParamLoads::kReadOnly) return __ldg(vector);
@@ -104,14 +104,14 @@ __global__ void __launch_bounds__(kMinBlocks > 0
   };
 
   RawVec<T, VEC> raw[ITERS], y_raw[kFused ? ITERS : 1];
-  RawVec<T, VEC> w_raw[ITERS], b_raw[ITERS];  // kWeightWithX, kBiasWithX
+  RawVec<T, VEC> w_raw[ITERS], b_raw[ITERS];  // kWeightBesideX, kBiasBesideX
 #pragma unroll
   for (int it = 0; it < ITERS; ++it) {
     raw[it] = LoadRawOrZero<T, VEC>(at(x, it), live && inside(it));
-    if constexpr (kWeightWithX) {
+    if constexpr (kWeightBesideX) {
       if (weight != nullptr && inside(it)) w_raw[it] = load_param(weight, it);
     }
-    if constexpr (kBiasWithX) {
+    if constexpr (kBiasBesideX) {
       if (bias != nullptr && inside(it)) b_raw[it] = load_param(bias, it);
     }
     if constexpr (kFused) {
@@ -192,13 +192,13 @@ __global__ void __launch_bounds__(kMinBlocks > 0
       float v[VEC], w[VEC], b[VEC], o[VEC];
       row_vector(it, v);
       if constexpr (kWeight) {
-        UnpackRaw<T, VEC>(kWeightWithX ? w_raw[it] : load_param(weight, it), w);
+        UnpackRaw<T, VEC>(kWeightBesideX ? w_raw[it] : load_param(weight, it), w);
       } else {
 #pragma unroll
         for (int i = 0; i < VEC; ++i) w[i] = 1.0f;
       }
       if constexpr (kBias) {
-        UnpackRaw<T, VEC>(kBiasWithX ? b_raw[it] : load_param(bias, it), b);
+        UnpackRaw<T, VEC>(kBiasBesideX ? b_raw[it] : load_param(bias, it), b);
       } else {
 #pragma unroll
         for (int i = 0; i < VEC; ++i) b[i] = 0.0f;
