@@ -109,6 +109,17 @@ __host__ __device__ inline int StagedTensors(const BackwardArgs& a) {
 // 16384 562.35 -> 560.65, 256 x 16384 34.8 -> 33.2. H200 (call 1): RMSNorm
 // 8192 x 16384 413.7 -> 410.25, 4096 x 20000 289.2 -> 280.05; LayerNorm 8192
 // x 16384 421.0 -> 415.35.
+// Plain fp32 realigned rows of one block keep too, but LayerNorm with a bias
+// on half shifts (128 registers, 8 bytes spilled), which keeps scale * w alone
+// (kKeepWeight), as fused ones without db do (with db those spilled 20-28
+// bytes). Measured on the H200 (gpu-2026-12-03-round79.md, table 1), fp32
+// backward, kept rows / scale * w alone against neither: RMSNorm 16384 x 4097
+// 295.6 -> 246.9 / 276.9 us, 8192 x 8191 248.3 -> 226.7 / 231.85, 16384 x
+// 1001 70.5 -> 66.0 / 68.75; LayerNorm 16384 x 4097 312.35 -> 276.8 / 295.65,
+// 8192 x 8191 254.4 -> 228.15 / 238.2; on half shifts LayerNorm 16384 x 3586
+// 195.65 -> 194.4 / 191.55, 8192 x 6002 160.35 -> 167.3 / 157.9, 8192 x 8190
+// 235.95 -> 216.65 / 228.1; add + RMSNorm 16384 x 4097 351.9 -> 338.1 (scale
+// * w alone), 8192 x 8191 317.5 -> 310.65.
 template <typename T, int VEC, int ITERS, bool kDb, bool kCenter, int kCtas, bool kFull,
           bool kFused, bool kWeightRow, bool kHeld = false, bool kPadded = false,
           bool kRealigned = false, bool kTwoBlocksPerSm = false, bool kHalfShift = false>
@@ -134,7 +145,10 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
   // ChooseStageOne takes it where it measured faster.
   static_assert(!kHalfShift || (kRealigned && kCtas == 1), "half shifts: realigned, one block");
   constexpr bool kKeep =
-      kHeld || (kCtas > 1 && sizeof(T) == 4 && !kFused && (!kDb || (kFull && kCtas == 2)));
+      kHeld || (kCtas > 1 && sizeof(T) == 4 && !kFused && (!kDb || (kFull && kCtas == 2))) ||
+      (kRealigned && kCtas == 1 && sizeof(T) == 4 && !kFused && !(kDb && kHalfShift));
+  constexpr bool kKeepWeight =
+      kKeep || (kRealigned && kCtas == 1 && sizeof(T) == 4 && !(kFused && kDb));
   AllowDependentLaunch();  // ReducePartialsKernel waits for this grid's end itself
   extern __shared__ __align__(16) unsigned char staged[];
   __shared__ ClusterScratchStorage<kCtas> scratch_storage;
@@ -306,17 +320,17 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
       staged + StagedRowsBytes(rows_per_cta, slot_len, sizeof(T), tensors);
   const SharedFloatRow<VEC> scaled_w{reinterpret_cast<float*>(weight_row), len};  // kWeightRow
   T* const stored_w = reinterpret_cast<T*>(weight_row);                           // or w as stored
-  // kKeep: scale * w of the thread's columns in registers for the whole chunk
-  // (the padding's: the first column's, as below).
-  float held_sw[kKeep ? ITERS : 1][VEC];
-  if constexpr (kKeep) {
+  // kKeepWeight: scale * w of the thread's columns in registers for the whole
+  // chunk (the padding's: the first column's, as below).
+  float held_sw[kKeepWeight ? ITERS : 1][VEC];
+  if constexpr (kKeepWeight) {
 #pragma unroll
     for (int it = 0; it < ITERS; ++it) {
       const int col = (it * tpr + t) * VEC;
-      LoadScaledWeight<T>(a, in_row(it, col) ? col : 0, held_sw[it]);
+      LoadScaledWeight<T, kRealigned>(a, in_row(it, col) ? col : 0, held_sw[it]);
     }
   }
-  if constexpr (!kKeep) {  // kKeep keeps no row
+  if constexpr (!kKeepWeight) {  // kKeepWeight keeps no row
     if (group == 0) {
 #pragma unroll
       for (int it = 0; it < ITERS; ++it) {
@@ -420,7 +434,7 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
       load_p(s, it, r);
       load(s, kDy, it, g);
       // padding: the block's first column's (dy is 0 there)
-      if constexpr (kKeep) {
+      if constexpr (kKeepWeight) {
 #pragma unroll
         for (int i = 0; i < VEC; ++i) sw[i] = held_sw[it][i];
       } else if constexpr (kWeightRow) {
