@@ -109,17 +109,20 @@ __host__ __device__ inline int StagedTensors(const BackwardArgs& a) {
 // 16384 562.35 -> 560.65, 256 x 16384 34.8 -> 33.2. H200 (call 1): RMSNorm
 // 8192 x 16384 413.7 -> 410.25, 4096 x 20000 289.2 -> 280.05; LayerNorm 8192
 // x 16384 421.0 -> 415.35.
-// Plain fp32 realigned rows of one block keep too, but LayerNorm with a bias
-// on half shifts (128 registers, 8 bytes spilled), which keeps scale * w alone
-// (kKeepWeight), as fused ones without db do (with db those spilled 20-28
-// bytes). Measured on the H200 (gpu-2026-12-03-round79.md, table 1), fp32
-// backward, kept rows / scale * w alone against neither: RMSNorm 16384 x 4097
-// 295.6 -> 246.9 / 276.9 us, 8192 x 8191 248.3 -> 226.7 / 231.85, 16384 x
+// fp32 realigned rows of one block (kRealignedF32) keep too: plain ones but
+// LayerNorm with a bias on half shifts (128 registers, 8 bytes spilled), and
+// fused RMSNorm ones without db (128 registers, none spilled); the rest but
+// fused rows with db (which spilled 20-28 bytes) keep scale * w alone
+// (kKeepWeight). Measured on the H200 (gpu-2026-12-03-round79.md, table 1),
+// fp32 backward, kept rows / scale * w alone against neither: RMSNorm 16384 x
+// 4097 295.6 -> 246.9 / 276.9 us, 8192 x 8191 248.3 -> 226.7 / 231.85, 16384 x
 // 1001 70.5 -> 66.0 / 68.75; LayerNorm 16384 x 4097 312.35 -> 276.8 / 295.65,
 // 8192 x 8191 254.4 -> 228.15 / 238.2; on half shifts LayerNorm 16384 x 3586
 // 195.65 -> 194.4 / 191.55, 8192 x 6002 160.35 -> 167.3 / 157.9, 8192 x 8190
-// 235.95 -> 216.65 / 228.1; add + RMSNorm 16384 x 4097 351.9 -> 338.1 (scale
-// * w alone), 8192 x 8191 317.5 -> 310.65.
+// 235.95 -> 216.65 / 228.1; add + RMSNorm 16384 x 4097 351.9 -> 338.1 (scale *
+// w alone), 8192 x 8191 317.5 -> 310.65; then fused RMSNorm rows kept against
+// scale * w alone (table 4): add + RMSNorm 16384 x 4097 338.4 -> 314.05, of x
+// and y 419.15 -> 364.15, 8192 x 8190 376.2 -> 347.9.
 template <typename T, int VEC, int ITERS, bool kDb, bool kCenter, int kCtas, bool kFull,
           bool kFused, bool kWeightRow, bool kHeld = false, bool kPadded = false,
           bool kRealigned = false, bool kTwoBlocksPerSm = false, bool kHalfShift = false>
@@ -144,11 +147,11 @@ __device__ __forceinline__ void BackwardStagedRows(const BackwardArgs& a, const 
   // values in the same slots (zeros past the row's end), so the same bits.
   // ChooseStageOne takes it where it measured faster.
   static_assert(!kHalfShift || (kRealigned && kCtas == 1), "half shifts: realigned, one block");
+  constexpr bool kRealignedF32 = kRealigned && kCtas == 1 && sizeof(T) == 4;
   constexpr bool kKeep =
       kHeld || (kCtas > 1 && sizeof(T) == 4 && !kFused && (!kDb || (kFull && kCtas == 2))) ||
-      (kRealigned && kCtas == 1 && sizeof(T) == 4 && !kFused && !(kDb && kHalfShift));
-  constexpr bool kKeepWeight =
-      kKeep || (kRealigned && kCtas == 1 && sizeof(T) == 4 && !(kFused && kDb));
+      (kRealignedF32 && (kFused ? !kDb && !kCenter : !(kDb && kHalfShift)));
+  constexpr bool kKeepWeight = kKeep || (kRealignedF32 && !(kFused && kDb));
   AllowDependentLaunch();  // ReducePartialsKernel waits for this grid's end itself
   extern __shared__ __align__(16) unsigned char staged[];
   __shared__ ClusterScratchStorage<kCtas> scratch_storage;
